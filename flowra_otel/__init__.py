@@ -1,0 +1,10 @@
+"""OpenTelemetry GenAI tracing and metrics for flowra agents.
+
+    from flowra_otel import OtelHooks
+    hooks.add(OtelHooks())
+"""
+
+from .hooks import OtelHooks
+
+__all__ = ["OtelHooks"]
+__version__ = "0.1.0"

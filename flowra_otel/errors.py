@@ -1,0 +1,80 @@
+"""How failures show up on spans, and how the plugin keeps its own failures away from the host.
+
+Two rules meet here. The semantic conventions want ``error.type`` plus an ERROR status whose
+description is the exception message. Our redaction promise wants no content in a trace unless
+content capture is on, and exception messages routinely carry content (a tool's error text, a
+provider's echo of the prompt). So the message is recorded only when capture is on; with it
+off the span still says *that* and *what type of* error happened.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import traceback
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+from opentelemetry.trace import Span, Status, StatusCode
+
+from . import semconv
+
+logger = logging.getLogger("flowra_otel")
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def error_type_of(exc: BaseException) -> str:
+    """``error.type`` for an exception: builtins by bare name, others fully qualified.
+
+    Matches what ``exception.type`` carries, so a backend can join the two.
+    """
+    cls = type(exc)
+    if cls.__module__ == "builtins" or getattr(builtins, cls.__name__, None) is cls:
+        return cls.__qualname__
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def record_error(span: Span, exc: BaseException, *, capture_content: bool) -> str:
+    """Mark ``span`` failed by ``exc``; returns the ``error.type`` written."""
+    etype = error_type_of(exc)
+    if not span.is_recording():
+        return etype
+    span.set_attribute(semconv.ERROR_TYPE, etype)
+    if capture_content:
+        span.record_exception(exc)
+        span.set_status(Status(StatusCode.ERROR, str(exc) or etype))
+    else:
+        # The exception event without exception.message or a stack trace (its last line
+        # repeats the message): the type and where it was raised, never what it said.
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = f"{frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
+        attrs: dict[str, str | bool] = {"exception.type": etype, "exception.escaped": True}
+        if where:
+            attrs["flowra.exception.location"] = where
+        span.add_event("exception", attrs)
+        span.set_status(Status(StatusCode.ERROR))
+    return etype
+
+
+def guarded(what: str) -> Callable[[Callable[P, R]], Callable[P, R | None]]:
+    """Decorator: run plugin work, log and swallow any ``Exception`` it raises.
+
+    Tracing must never break the host: a bug here costs a span, not an agent run.
+    ``BaseException`` (cancellation, KeyboardInterrupt) passes through untouched.
+    """
+
+    def deco(fn: Callable[P, R]) -> Callable[P, R | None]:
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R | None:
+            try:
+                return fn(*args, **kwargs)
+            except Exception:
+                logger.exception("flowra_otel: internal error in %s; tracing continues, the agent is unaffected", what)
+                return None
+
+        wrapper.__name__ = getattr(fn, "__name__", what)
+        wrapper.__doc__ = fn.__doc__
+        return wrapper
+
+    return deco

@@ -1,0 +1,118 @@
+"""The GenAI metric instruments, with the bucket boundaries the semantic conventions advise.
+
+Metrics are recorded whether or not a span is sampled: dashboards must not depend on the
+trace sampling rate.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from opentelemetry.metrics import Counter, Histogram, Meter
+
+DURATION_BUCKETS: Final = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92]
+AGENT_DURATION_BUCKETS: Final = [0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 51.2, 102.4, 204.8, 409.6]
+TOKEN_BUCKETS: Final = [
+    1,
+    4,
+    16,
+    64,
+    256,
+    1024,
+    4096,
+    16384,
+    65536,
+    262144,
+    1048576,
+    4194304,
+    16777216,
+    67108864,
+]
+COUNT_BUCKETS: Final = [1, 2, 4, 8, 16, 32, 64, 128]
+
+GEN_AI_CLIENT_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
+GEN_AI_CLIENT_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
+GEN_AI_CLIENT_TIME_TO_FIRST_CHUNK: Final = "gen_ai.client.operation.time_to_first_chunk"
+GEN_AI_INVOKE_AGENT_DURATION: Final = "gen_ai.invoke_agent.duration"
+GEN_AI_INVOKE_AGENT_INFERENCE_CALLS: Final = "gen_ai.invoke_agent.inference_calls"
+GEN_AI_INVOKE_AGENT_TOOL_CALLS: Final = "gen_ai.invoke_agent.tool_calls"
+GEN_AI_EXECUTE_TOOL_DURATION: Final = "gen_ai.execute_tool.duration"
+FLOWRA_TOOL_ERRORS: Final = "flowra.tool.errors"
+FLOWRA_COST: Final = "flowra.usage.cost"
+FLOWRA_REDACTIONS: Final = "flowra.redactions"
+
+
+class Instruments:
+    """One set of instruments per ``OtelHooks`` (per meter provider)."""
+
+    __slots__ = (
+        "agent_duration",
+        "agent_inference_calls",
+        "agent_tool_calls",
+        "cost",
+        "operation_duration",
+        "redactions",
+        "time_to_first_chunk",
+        "token_usage",
+        "tool_duration",
+        "tool_errors",
+    )
+
+    def __init__(self, meter: Meter) -> None:
+        self.token_usage: Histogram = meter.create_histogram(
+            GEN_AI_CLIENT_TOKEN_USAGE,
+            unit="{token}",
+            description="Number of input and output tokens used per LLM call.",
+            explicit_bucket_boundaries_advisory=TOKEN_BUCKETS,
+        )
+        self.operation_duration: Histogram = meter.create_histogram(
+            GEN_AI_CLIENT_OPERATION_DURATION,
+            unit="s",
+            description="Duration of LLM calls.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
+        self.time_to_first_chunk: Histogram = meter.create_histogram(
+            GEN_AI_CLIENT_TIME_TO_FIRST_CHUNK,
+            unit="s",
+            description="Time from the start of a streaming LLM call to its first chunk.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
+        self.agent_duration: Histogram = meter.create_histogram(
+            GEN_AI_INVOKE_AGENT_DURATION,
+            unit="s",
+            description="Duration of agent invocations (one flowra tool-loop run).",
+            explicit_bucket_boundaries_advisory=AGENT_DURATION_BUCKETS,
+        )
+        self.agent_inference_calls: Histogram = meter.create_histogram(
+            GEN_AI_INVOKE_AGENT_INFERENCE_CALLS,
+            unit="{inference_call}",
+            description="LLM calls made by one agent invocation itself (not its sub-agents).",
+            explicit_bucket_boundaries_advisory=COUNT_BUCKETS,
+        )
+        self.agent_tool_calls: Histogram = meter.create_histogram(
+            GEN_AI_INVOKE_AGENT_TOOL_CALLS,
+            unit="{tool_call}",
+            description="Tool calls made by one agent invocation itself.",
+            explicit_bucket_boundaries_advisory=COUNT_BUCKETS,
+        )
+        self.tool_duration: Histogram = meter.create_histogram(
+            GEN_AI_EXECUTE_TOOL_DURATION,
+            unit="s",
+            description="Duration of tool executions, hooks included.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
+        self.tool_errors: Counter = meter.create_counter(
+            FLOWRA_TOOL_ERRORS,
+            unit="{tool_call}",
+            description="Tool calls whose result came back as an error.",
+        )
+        self.cost: Counter = meter.create_counter(
+            FLOWRA_COST,
+            unit="USD",
+            description="LLM cost as reported by flowra's pricing tables.",
+        )
+        self.redactions: Counter = meter.create_counter(
+            FLOWRA_REDACTIONS,
+            unit="{redaction}",
+            description="Tool arguments or results changed by a hook before they were recorded.",
+        )

@@ -1,0 +1,100 @@
+"""``TraceOptions``: every setting of ``OtelHooks``, validated once, frozen afterwards.
+
+Why a separate frozen object: one ``OtelHooks`` serves many registries, runtimes and concurrent
+runs, so its settings must not change under a running agent, and a bad setting must fail at
+construction with a clear message instead of misbehaving in the middle of a run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Callable, Mapping
+
+from . import semconv
+from .environment_variables import (
+    CAPTURE_OFF_VALUES,
+    CAPTURE_ON_VALUES,
+    OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,
+)
+
+logger = logging.getLogger(__name__)
+
+type NameOverride = Mapping[str, str] | Callable[[str], str | None]
+"""Either a mapping from flowra's name to the name to report, or a function that returns the
+name to report (or None to keep the default)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class TraceOptions:
+    """The validated settings of one ``OtelHooks`` instance."""
+
+    capture_content: bool
+    """Record message, argument and result content (opt-in; see docs/redaction.md)."""
+    agent_name: NameOverride | None = None
+    """Override ``gen_ai.agent.name``; looked up by the owning agent's flowra path."""
+    provider_name: NameOverride | None = None
+    """Override ``gen_ai.provider.name``; looked up by the model string given to flowra."""
+
+    def resolve_agent_name(self, path: str) -> str:
+        return _apply_override(self.agent_name, path) or path
+
+    def resolve_provider_and_model(self, model: str) -> tuple[str, str]:
+        """Split flowra's ``vendor/model`` naming into semconv provider and request model.
+
+        A known vendor prefix maps to its well-known ``gen_ai.provider.name`` and is stripped
+        from the model; an unknown prefix is kept in the model and reported as ``_OTHER``
+        unless the ``provider_name`` override says otherwise.
+        """
+        vendor, sep, rest = model.partition("/")
+        known = semconv.PROVIDER_BY_VENDOR.get(vendor.lower()) if sep else None
+        request_model = rest if known is not None and rest else model
+        provider = _apply_override(self.provider_name, model) or known or semconv.UNKNOWN_PROVIDER
+        return provider, request_model
+
+
+def _apply_override(override: NameOverride | None, key: str) -> str | None:
+    if override is None:
+        return None
+    if isinstance(override, Mapping):
+        value = override.get(key)
+    else:
+        value = override(key)
+    return value if isinstance(value, str) and value else None
+
+
+def capture_content_from_env() -> bool:
+    """Read the standard GenAI content switch; unknown values warn and mean off."""
+    raw = os.environ.get(OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT, "")
+    value = raw.strip().lower()
+    if value in CAPTURE_ON_VALUES:
+        return True
+    if value not in CAPTURE_OFF_VALUES:
+        logger.warning(
+            "%s=%r is not a recognised value; content capture stays off",
+            OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,
+            raw,
+        )
+    return False
+
+
+def validate_override(name: str, value: object) -> NameOverride | None:
+    """Accept None, a str->str mapping or a callable; anything else is a TypeError now."""
+    if value is None or callable(value):
+        return value  # type: ignore[return-value]
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if not isinstance(k, str) or not isinstance(v, str) or not v:
+                msg = f"{name}: mapping entries must be non-empty str -> str, got {k!r}: {v!r}"
+                raise TypeError(msg)
+        return value
+    msg = f"{name} must be a mapping of str to str or a callable, got {type(value).__name__}"
+    raise TypeError(msg)
+
+
+def validate_bool_or_none(name: str, value: object) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    msg = f"{name} must be True, False or None, got {value!r}"
+    raise TypeError(msg)

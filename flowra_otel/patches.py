@@ -1,0 +1,150 @@
+"""The three places where the plugin patches flowra (with wrapt), and why each is needed.
+
+1. ``Engine._Engine__execute_node`` (one task per node per step): sets which ``ExecutionNode``
+   is running for the duration of the step, so every event knows its place in flowra's
+   execution tree, and reports how the step ended (completed, interrupted, raised).
+2. ``HookRegistry.emit``: lets the run's ``SpanBook`` finish an event after *all* handlers,
+   wherever registered, have run: values are recorded post-hook, never before a redaction hook.
+3. ``AgentRuntime.run`` / ``resume``: one ``SpanBook`` per call, holding the caller's current
+   context (the parent of the root ``invoke_agent``) and ended, with everything in it, when the
+   call returns or raises. This is what makes concurrent runs on one registry never mix.
+
+Installing is idempotent (wrapt would otherwise stack wrappers); ``uninstall`` restores the
+original attributes exactly. All patches are no-ops outside a run whose registry carries an
+``OtelHooks``: a run without one pays one context-variable lookup per emit.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from contextvars import ContextVar
+from typing import Any
+
+import wrapt
+from opentelemetry import context as otel_context
+
+from ._flowra import AgentRuntime, Engine, HookRegistry
+from .span_book import SpanBook
+
+logger = logging.getLogger("flowra_otel")
+
+_CURRENT_NODE: ContextVar[Any] = ContextVar("flowra_otel.node", default=None)
+_CURRENT_BOOK: ContextVar[SpanBook | None] = ContextVar("flowra_otel.book", default=None)
+
+_EXECUTE_NODE = "_Engine__execute_node"
+_lock = threading.Lock()
+_originals: dict[tuple[type, str], Any] = {}
+
+
+def current_book() -> SpanBook | None:
+    return _CURRENT_BOOK.get()
+
+
+def current_node() -> Any:
+    return _CURRENT_NODE.get()
+
+
+async def _run_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    book: SpanBook | None = None
+    token = None
+    try:
+        outer = _CURRENT_BOOK.get()
+        node = _CURRENT_NODE.get()
+        # A run started from inside another run's step (a tool that runs its own runtime)
+        # nests under the span of that step's node, not under whatever happens to be current.
+        parent = outer.context_for_node(node) if outer is not None and node is not None else None
+        book = SpanBook(parent if parent is not None else otel_context.get_current())
+        token = _CURRENT_BOOK.set(book)
+    except Exception:
+        logger.exception("flowra_otel: could not start tracing this run; the agent is unaffected")
+    try:
+        result = await wrapped(*args, **kwargs)
+    except BaseException as exc:
+        _finish(book, exc)
+        raise
+    finally:
+        if token is not None:
+            _CURRENT_BOOK.reset(token)
+    _finish(book, None)
+    return result
+
+
+def _finish(book: SpanBook | None, exc: BaseException | None) -> None:
+    if book is None:
+        return
+    try:
+        book.finish(exc)
+    except Exception:
+        logger.exception("flowra_otel: could not end this run's spans cleanly")
+
+
+async def _execute_node_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    book = _CURRENT_BOOK.get()
+    if book is None:
+        return await wrapped(*args, **kwargs)
+    node = args[0] if args else kwargs.get("node")
+    token = _CURRENT_NODE.set(node)
+    try:
+        result = await wrapped(*args, **kwargs)
+    except BaseException as exc:
+        _step_ended(book, node, None, exc)
+        raise
+    finally:
+        _CURRENT_NODE.reset(token)
+    _step_ended(book, node, result, None)
+    return result
+
+
+def _step_ended(book: SpanBook, node: Any, result: Any, exc: BaseException | None) -> None:
+    try:
+        book.step_ended(node, result, exc)
+    except Exception:
+        logger.exception("flowra_otel: internal error at the end of a step; the agent is unaffected")
+
+
+async def _emit_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    book = _CURRENT_BOOK.get()
+    if book is None or book.closed:
+        return await wrapped(*args, **kwargs)
+    data = args[0] if args else kwargs.get("data")
+    return await book.emit(wrapped, instance, data, _CURRENT_NODE.get(), args, kwargs)
+
+
+_PATCHES: tuple[tuple[type, str, Any], ...] = (
+    (Engine, _EXECUTE_NODE, _execute_node_wrapper),
+    (HookRegistry, "emit", _emit_wrapper),
+    (AgentRuntime, "run", _run_wrapper),
+    (AgentRuntime, "resume", _run_wrapper),
+)
+
+
+def _is_ours(cls: type, name: str, wrapper: Any) -> bool:
+    current = cls.__dict__.get(name)
+    return isinstance(current, wrapt.FunctionWrapper) and getattr(current, "_self_wrapper", None) is wrapper
+
+
+def install() -> None:
+    """Patch flowra once per process (safe to call any number of times, from any thread)."""
+    with _lock:
+        for cls, name, wrapper in _PATCHES:
+            if _is_ours(cls, name, wrapper):
+                continue
+            if name not in cls.__dict__:
+                logger.warning("flowra_otel: %s.%s not found; this flowra version is not supported", cls, name)
+                continue
+            _originals[(cls, name)] = cls.__dict__[name]
+            wrapt.wrap_function_wrapper(cls, name, wrapper)
+
+
+def uninstall() -> None:
+    """Undo ``install`` exactly: put back the attributes that were there before."""
+    with _lock:
+        for cls, name, wrapper in _PATCHES:
+            original = _originals.pop((cls, name), None)
+            if original is not None and _is_ours(cls, name, wrapper):
+                setattr(cls, name, original)
+
+
+def installed() -> bool:
+    return all(_is_ours(cls, name, wrapper) for cls, name, wrapper in _PATCHES)

@@ -1,0 +1,132 @@
+"""Every attribute key, span name part and well-known value this package writes.
+
+Why one module: the GenAI semantic conventions are still in Development and keep renaming
+things (``cache_creation`` became ``cache_write``, the token metric was split, ...). With every
+key here, following a rename is a one-line change, and tests import the same names.
+
+GenAI keys come from ``opentelemetry-semantic-conventions`` (the released 1.41 set, still shipped
+as plain string constants by later releases) where it has them; the few it lacks are spelled
+here as in the semantic-conventions-genai repository. Our own keys share the ``flowra.`` prefix.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as _g
+from opentelemetry.semconv.attributes import error_attributes as _err
+
+SCHEMA_URL: Final = "https://opentelemetry.io/schemas/1.41.0"
+INSTRUMENTATION_NAME: Final = "flowra_otel"
+
+# --- operations -------------------------------------------------------------------------------
+OP_INVOKE_AGENT: Final = "invoke_agent"
+OP_CHAT: Final = "chat"
+OP_EXECUTE_TOOL: Final = "execute_tool"
+
+# --- GenAI attribute keys (semantic conventions) ----------------------------------------------
+GEN_AI_OPERATION_NAME: Final[str] = _g.GEN_AI_OPERATION_NAME
+GEN_AI_PROVIDER_NAME: Final[str] = _g.GEN_AI_PROVIDER_NAME
+GEN_AI_AGENT_NAME: Final[str] = _g.GEN_AI_AGENT_NAME
+GEN_AI_CONVERSATION_ID: Final[str] = _g.GEN_AI_CONVERSATION_ID
+GEN_AI_REQUEST_MODEL: Final[str] = _g.GEN_AI_REQUEST_MODEL
+GEN_AI_REQUEST_TEMPERATURE: Final[str] = _g.GEN_AI_REQUEST_TEMPERATURE
+GEN_AI_REQUEST_MAX_TOKENS: Final[str] = _g.GEN_AI_REQUEST_MAX_TOKENS
+GEN_AI_REQUEST_STOP_SEQUENCES: Final[str] = _g.GEN_AI_REQUEST_STOP_SEQUENCES
+GEN_AI_REQUEST_STREAM: Final[str] = _g.GEN_AI_REQUEST_STREAM
+GEN_AI_OUTPUT_TYPE: Final[str] = _g.GEN_AI_OUTPUT_TYPE
+GEN_AI_RESPONSE_FINISH_REASONS: Final[str] = _g.GEN_AI_RESPONSE_FINISH_REASONS
+GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final[str] = _g.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK
+GEN_AI_USAGE_INPUT_TOKENS: Final[str] = _g.GEN_AI_USAGE_INPUT_TOKENS
+GEN_AI_USAGE_OUTPUT_TOKENS: Final[str] = _g.GEN_AI_USAGE_OUTPUT_TOKENS
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final[str] = _g.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS
+GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: Final[str] = _g.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS
+GEN_AI_TOOL_NAME: Final[str] = _g.GEN_AI_TOOL_NAME
+GEN_AI_TOOL_CALL_ID: Final[str] = _g.GEN_AI_TOOL_CALL_ID
+GEN_AI_TOOL_TYPE: Final[str] = _g.GEN_AI_TOOL_TYPE
+GEN_AI_TOOL_DESCRIPTION: Final[str] = _g.GEN_AI_TOOL_DESCRIPTION
+GEN_AI_TOOL_CALL_ARGUMENTS: Final[str] = _g.GEN_AI_TOOL_CALL_ARGUMENTS
+GEN_AI_TOOL_CALL_RESULT: Final[str] = _g.GEN_AI_TOOL_CALL_RESULT
+GEN_AI_INPUT_MESSAGES: Final[str] = _g.GEN_AI_INPUT_MESSAGES
+GEN_AI_OUTPUT_MESSAGES: Final[str] = _g.GEN_AI_OUTPUT_MESSAGES
+GEN_AI_SYSTEM_INSTRUCTIONS: Final[str] = _g.GEN_AI_SYSTEM_INSTRUCTIONS
+GEN_AI_TOOL_DEFINITIONS: Final[str] = _g.GEN_AI_TOOL_DEFINITIONS
+GEN_AI_TOKEN_TYPE: Final[str] = _g.GEN_AI_TOKEN_TYPE
+ERROR_TYPE: Final[str] = _err.ERROR_TYPE
+
+TOOL_TYPE_FUNCTION: Final = "function"
+TOKEN_TYPE_INPUT: Final = "input"
+TOKEN_TYPE_OUTPUT: Final = "output"
+
+# --- flowra's own keys -------------------------------------------------------------------------
+FLOWRA_AGENT_PATH: Final = "flowra.agent.path"
+"""Registry path of the tool-loop agent behind an ``invoke_agent`` span (e.g. ``chat/tool_loop``)."""
+FLOWRA_NODE_ID: Final = "flowra.node.id"
+"""Engine node id (``r1``, ``r1.0.2`` ...) of the node that emitted the span's events."""
+FLOWRA_TOOL_LOOP_STATUS: Final = "flowra.tool_loop.status"
+FLOWRA_TOOL_LOOP_ITERATIONS: Final = "flowra.tool_loop.iterations"
+FLOWRA_END_REASON: Final = "flowra.end_reason"
+"""Why a span ended early: ``interrupted``, ``cancelled``, ``timed_out``, ``error`` or ``run_ended``."""
+FLOWRA_LLM_MODEL: Final = "flowra.llm.model"
+"""The model string exactly as given to flowra (``anthropic/sonnet-4-5``)."""
+FLOWRA_LLM_ITERATION: Final = "flowra.llm.iteration"
+FLOWRA_USAGE_COST_USD: Final = "flowra.usage.cost_usd"
+FLOWRA_AGENT_USAGE_INPUT_TOKENS: Final = "flowra.agent.usage.input_tokens"
+FLOWRA_AGENT_USAGE_OUTPUT_TOKENS: Final = "flowra.agent.usage.output_tokens"
+FLOWRA_AGENT_USAGE_CACHE_READ_INPUT_TOKENS: Final = "flowra.agent.usage.cache_read.input_tokens"
+FLOWRA_AGENT_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "flowra.agent.usage.cache_creation.input_tokens"
+FLOWRA_AGENT_USAGE_COST_USD: Final = "flowra.agent.usage.cost_usd"
+FLOWRA_TOOL_IS_ERROR: Final = "flowra.tool.is_error"
+
+END_INTERRUPTED: Final = "interrupted"
+END_CANCELLED: Final = "cancelled"
+END_TIMED_OUT: Final = "timed_out"
+END_ERROR: Final = "error"
+END_RUN_ENDED: Final = "run_ended"
+
+ERROR_TYPE_TOOL: Final = "tool_error"
+"""``error.type`` of an ``execute_tool`` span whose result came back with ``is_error``."""
+ERROR_TYPE_OTHER: Final = "_OTHER"
+
+# --- well-known gen_ai.provider.name values, keyed by flowra's "vendor/" model prefix ----------
+PROVIDER_BY_VENDOR: Final[dict[str, str]] = {
+    "anthropic": "anthropic",
+    "claude": "anthropic",
+    "openai": "openai",
+    "gpt": "openai",
+    "azure": "azure.ai.openai",
+    "azure_openai": "azure.ai.openai",
+    "azure-openai": "azure.ai.openai",
+    "azure_inference": "azure.ai.inference",
+    "bedrock": "aws.bedrock",
+    "aws": "aws.bedrock",
+    "google": "gcp.gen_ai",
+    "gcp": "gcp.gen_ai",
+    "gemini": "gcp.gemini",
+    "vertex": "gcp.vertex_ai",
+    "vertex_ai": "gcp.vertex_ai",
+    "cohere": "cohere",
+    "deepseek": "deepseek",
+    "groq": "groq",
+    "ibm": "ibm.watsonx.ai",
+    "watsonx": "ibm.watsonx.ai",
+    "mistral": "mistral_ai",
+    "mistral_ai": "mistral_ai",
+    "moonshot": "moonshot_ai",
+    "moonshot_ai": "moonshot_ai",
+    "perplexity": "perplexity",
+    "xai": "x_ai",
+    "x_ai": "x_ai",
+    "grok": "x_ai",
+}
+UNKNOWN_PROVIDER: Final = "_OTHER"
+
+# --- flowra StopReason value -> semconv finish reason -------------------------------------------
+FINISH_REASON_BY_STOP_REASON: Final[dict[str, str]] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "tool_use": "tool_call",
+    "schema_validation_failed": "error",
+    "other": "other",
+}
