@@ -1,7 +1,7 @@
 """OpenTelemetry GenAI tracing and metrics for flowra agents.
 
-    from flowra_otel import OtelHooks
-    hooks.add(OtelHooks())
+from flowra_otel import OtelHooks
+hooks.add(OtelHooks())
 """
 
 from .hooks import OtelHooks

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from flowra.agent import HookContext, HookRegistry
+from flowra.agent import Event, HookContext, HookRegistry
 from flowra.lib.tool_loop import hook_events as _events
 from flowra.lib.tool_loop.spec import ToolLoopResult, ToolLoopStatus
 from flowra.llm import LLMRequest, LLMResponse, StopReason, ToolResultBlock, ToolUseBlock, Usage
@@ -19,7 +19,7 @@ from flowra.runtime.engine import Engine
 try:  # flowra >= 0.0.6
     from flowra.lib.tool_loop.tool_call import ToolCallSpec
 except ImportError:  # flowra 0.0.3 - 0.0.5
-    from flowra.lib.tool_loop._tool_call_agent import ToolCallSpec  # type: ignore[no-redef]
+    from flowra.lib.tool_loop._tool_call_agent import ToolCallSpec  # type: ignore[no-redef,import-not-found,unused-ignore]
 
 import flowra.agent as _agent
 
@@ -30,6 +30,7 @@ __all__ = [
     "TRACED_EVENTS",
     "AgentRuntime",
     "Engine",
+    "Event",
     "HookContext",
     "HookRegistry",
     "LLMRequest",

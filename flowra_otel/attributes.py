@@ -66,8 +66,10 @@ def usage_attributes(usage: Usage) -> Attributes:
 
 
 def total_input_tokens(usage: Usage) -> int:
-    return int(usage.input_tokens or 0) + int(usage.cache_read_input_tokens or 0) + int(
-        usage.cache_creation_input_tokens or 0
+    return (
+        int(usage.input_tokens or 0)
+        + int(usage.cache_read_input_tokens or 0)
+        + int(usage.cache_creation_input_tokens or 0)
     )
 
 

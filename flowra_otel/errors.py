@@ -36,15 +36,27 @@ def error_type_of(exc: BaseException) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def record_error(span: Span, exc: BaseException, *, capture_content: bool) -> str:
-    """Mark ``span`` failed by ``exc``; returns the ``error.type`` written."""
+def record_error(span: Span, exc: BaseException, *, render: Callable[[str], str] | None) -> str:
+    """Mark ``span`` failed by ``exc``; returns the ``error.type`` written.
+
+    ``render`` is the content policy's choke point when content capture is on, None when off.
+    """
     etype = error_type_of(exc)
     if not span.is_recording():
         return etype
     span.set_attribute(semconv.ERROR_TYPE, etype)
-    if capture_content:
-        span.record_exception(exc)
-        span.set_status(Status(StatusCode.ERROR, str(exc) or etype))
+    if render is not None:
+        message = render(str(exc))
+        span.add_event(
+            "exception",
+            {
+                "exception.type": etype,
+                "exception.message": message,
+                "exception.stacktrace": render("".join(traceback.format_exception(exc))),
+                "exception.escaped": True,
+            },
+        )
+        span.set_status(Status(StatusCode.ERROR, message or etype))
     else:
         # The exception event without exception.message or a stack trace (its last line
         # repeats the message): the type and where it was raised, never what it said.

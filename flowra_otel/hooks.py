@@ -11,6 +11,7 @@ runtimes and concurrent runs.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from opentelemetry import metrics, trace
@@ -19,6 +20,7 @@ from opentelemetry.trace import Tracer, TracerProvider
 
 from . import patches, semconv
 from ._flowra import TRACED_EVENTS, HookRegistry
+from .content import DEFAULT_MAX_CONTENT_LENGTH, ContentPolicy, Redactor
 from .instruments import Instruments
 from .options import NameOverride, TraceOptions, capture_content_from_env, validate_bool_or_none, validate_override
 
@@ -38,6 +40,15 @@ class OtelHooks:
         agent_name: override ``gen_ai.agent.name``, by the owning agent's flowra path
             (a mapping, or a callable returning a name or None).
         provider_name: override ``gen_ai.provider.name``, by the model string given to flowra.
+        redact: a ``str -> str`` function applied to every content value before it is set on
+            a span (a second line of defence after your redaction hooks).
+        redact_secrets: also replace common secret shapes (API keys, bearer tokens, e-mails,
+            card numbers) with ``[REDACTED:<kind>]``; True for all, or an iterable of names
+            from ``flowra_otel.content.BUILTIN_SECRET_PATTERNS``.
+        max_content_length: characters kept per content attribute, the rest replaced by a
+            truncation marker; None for no limit.
+        redaction_hmac_key: when set (bytes or str), the redaction ledger adds an
+            HMAC-SHA256 of each redacted original, so it can be proven later without storing it.
 
     Raises:
         TypeError: an option of the wrong type, at construction, never mid-run.
@@ -53,18 +64,23 @@ class OtelHooks:
         capture_content: bool | None = None,
         agent_name: NameOverride | None = None,
         provider_name: NameOverride | None = None,
+        redact: Redactor | None = None,
+        redact_secrets: bool | Iterable[str] = False,
+        max_content_length: int | None = DEFAULT_MAX_CONTENT_LENGTH,
+        redaction_hmac_key: bytes | str | None = None,
     ) -> None:
-        if tracer_provider is not None and not isinstance(tracer_provider, TracerProvider):
-            msg = f"tracer_provider must be an opentelemetry TracerProvider, got {type(tracer_provider).__name__}"
-            raise TypeError(msg)
-        if meter_provider is not None and not isinstance(meter_provider, MeterProvider):
-            msg = f"meter_provider must be an opentelemetry MeterProvider, got {type(meter_provider).__name__}"
-            raise TypeError(msg)
+        _check_instance("tracer_provider", tracer_provider, TracerProvider)
+        _check_instance("meter_provider", meter_provider, MeterProvider)
         capture = validate_bool_or_none("capture_content", capture_content)
+        _check_callable("redact", redact)
+        _check_redact_secrets(redact_secrets)
+        _check_max_length(max_content_length)
         self._options = TraceOptions(
             capture_content=capture if capture is not None else capture_content_from_env(),
             agent_name=validate_override("agent_name", agent_name),
             provider_name=validate_override("provider_name", provider_name),
+            content=ContentPolicy.build(redact=redact, redact_secrets=redact_secrets, max_length=max_content_length),
+            redaction_hmac_key=_hmac_key(redaction_hmac_key),
         )
         self._tracer: Tracer = trace.get_tracer(
             semconv.INSTRUMENTATION_NAME, _VERSION, tracer_provider, schema_url=semconv.SCHEMA_URL
@@ -103,3 +119,48 @@ class OtelHooks:
 
     def __repr__(self) -> str:
         return f"OtelHooks(capture_content={self._options.capture_content})"
+
+
+def _check_instance(name: str, value: object, cls: type) -> None:
+    if value is not None and not isinstance(value, cls):
+        msg = f"{name} must be an opentelemetry {cls.__name__} or None, got {type(value).__name__}"
+        raise TypeError(msg)
+
+
+def _check_callable(name: str, value: object) -> None:
+    if value is not None and not callable(value):
+        msg = f"{name} must be a callable str -> str or None, got {type(value).__name__}"
+        raise TypeError(msg)
+
+
+def _check_redact_secrets(value: object) -> None:
+    if isinstance(value, bool):
+        return
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        msg = f"redact_secrets must be a bool or an iterable of pattern names, got {value!r}"
+        raise TypeError(msg)
+
+
+def _check_max_length(value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        msg = f"max_content_length must be an int or None, got {value!r}"
+        raise TypeError(msg)
+    if value < 1:
+        msg = f"max_content_length must be at least 1, got {value}"
+        raise ValueError(msg)
+
+
+def _hmac_key(value: object) -> bytes | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = value.encode("utf-8")
+    if not isinstance(value, bytes):
+        msg = f"redaction_hmac_key must be bytes, str or None, got {type(value).__name__}"
+        raise TypeError(msg)
+    if len(value) < 16:
+        msg = "redaction_hmac_key must be at least 16 bytes long"
+        raise ValueError(msg)
+    return value

@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable, Mapping
 
 from . import semconv
+from .content import ContentPolicy
 from .environment_variables import (
     CAPTURE_OFF_VALUES,
     CAPTURE_ON_VALUES,
@@ -36,6 +37,18 @@ class TraceOptions:
     """Override ``gen_ai.agent.name``; looked up by the owning agent's flowra path."""
     provider_name: NameOverride | None = None
     """Override ``gen_ai.provider.name``; looked up by the model string given to flowra."""
+    content: ContentPolicy = dataclasses.field(default_factory=ContentPolicy)
+    """Scrubbing and size limits applied to every content value (when capture is on)."""
+    redaction_hmac_key: bytes | None = None
+    """Key for the ledger's HMAC of redacted originals; no HMAC without it."""
+
+    def render(self, value: object) -> str:
+        return self.content.render(value)
+
+    @property
+    def renderer(self) -> Callable[[str], str] | None:
+        """The choke point when capture is on, else None (exception text stays out)."""
+        return self.content.render if self.capture_content else None
 
     def resolve_agent_name(self, path: str) -> str:
         return _apply_override(self.agent_name, path) or path
@@ -57,10 +70,7 @@ class TraceOptions:
 def _apply_override(override: NameOverride | None, key: str) -> str | None:
     if override is None:
         return None
-    if isinstance(override, Mapping):
-        value = override.get(key)
-    else:
-        value = override(key)
+    value = override.get(key) if isinstance(override, Mapping) else override(key)
     return value if isinstance(value, str) and value else None
 
 
@@ -81,8 +91,10 @@ def capture_content_from_env() -> bool:
 
 def validate_override(name: str, value: object) -> NameOverride | None:
     """Accept None, a str->str mapping or a callable; anything else is a TypeError now."""
-    if value is None or callable(value):
-        return value  # type: ignore[return-value]
+    if value is None:
+        return None
+    if callable(value):
+        return value
     if isinstance(value, Mapping):
         for k, v in value.items():
             if not isinstance(k, str) or not isinstance(v, str) or not v:

@@ -20,9 +20,11 @@ The book is dropped when the run returns, whatever the outcome: no per-run state
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from contextvars import Token
 from typing import Any, Protocol
 
 from opentelemetry import context as otel_context
@@ -30,12 +32,14 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
-from . import attributes, semconv
+from . import attributes, content, redaction, semconv
 from ._flowra import (
     CONTINUATION_TYPES,
     DELTA_EVENTS,
     INTERRUPTED_TYPE,
     TRACED_EVENTS,
+    Event,
+    HookRegistry,
     ToolLoopResult,
     Usage,
     agent_name_of,
@@ -51,6 +55,8 @@ from .options import TraceOptions
 logger = logging.getLogger("flowra_otel")
 
 _TRACED = frozenset(TRACED_EVENTS)
+_LEDGER_FIELDS: dict[type[Any], str] = {events.BeforeToolCallEvent: "tool_use", events.AfterToolCallEvent: "result"}
+"""Tool events whose payload field hooks may replace, and whose changes the ledger records."""
 _DELTAS = frozenset(DELTA_EVENTS)
 
 
@@ -68,11 +74,13 @@ class Tracing(Protocol):
 class EmitFrame:
     """One event object during its outermost ``emit``; ``owner`` is the first OtelHooks to see it."""
 
-    __slots__ = ("data", "hook_context", "node", "owner", "registry", "start_ns", "tool_id")
+    __slots__ = ("change", "data", "hook_context", "last", "node", "owner", "registry", "start_ns", "tool_id")
 
     def __init__(self, data: Any, registry: Any, node: Any) -> None:
         self.data = data
         self.tool_id: str | None = None  # BeforeToolCallEvent: the id the span was opened under
+        self.last: Any = None  # tool events: the field's value after the latest handler
+        self.change: redaction.FieldChange | None = None
         self.registry = registry
         self.node = node
         self.start_ns = time.time_ns()
@@ -82,13 +90,14 @@ class EmitFrame:
 
 class ChatRecord:
     __slots__ = (
-        "attrs",
         "context_token",
         "end_ns",
+        "final_tool_uses",
         "first_chunk_ns",
         "model",
         "owner",
         "provider",
+        "response",
         "span",
         "start_ns",
         "streaming",
@@ -103,11 +112,13 @@ class ChatRecord:
         self.streaming = streaming
         self.end_ns: int | None = None
         self.first_chunk_ns: int | None = None
-        self.context_token: object | None = None
+        self.context_token: Token[Context] | None = None
+        self.response: Any = None  # set by AfterLLMCallEvent; the span ends when the step does
+        self.final_tool_uses: dict[str, Any] = {}  # original tool-use id -> tool use after hooks
 
 
 class ToolRecord:
-    __slots__ = ("name", "owner", "span", "start_ns", "tool_type")
+    __slots__ = ("name", "owner", "redacted_fields", "span", "start_ns", "tool_type")
 
     def __init__(self, owner: Tracing, span: Span, start_ns: int, name: str) -> None:
         self.owner = owner
@@ -115,6 +126,7 @@ class ToolRecord:
         self.start_ns = start_ns
         self.name = name
         self.tool_type = semconv.TOOL_TYPE_FUNCTION
+        self.redacted_fields: list[str] = []
 
 
 class AgentRecord:
@@ -169,14 +181,23 @@ class SpanBook:
                 self._guard(self._on_chunk, node)
             return await wrapped(*args, **kwargs)
         key = id(data)
-        if key in self.frames:  # forwarded by propagate_to: the outer emit owns it
+        outer = self.frames.get(key)
+        if outer is not None:  # forwarded by propagate_to: the outer emit owns it
+            if cls in _LEDGER_FIELDS and type(registry) is HookRegistry:
+                return await self._emit_tracked(registry, data, outer)
             return await wrapped(*args, **kwargs)
         frame = EmitFrame(data, registry, node)
         if cls is events.AfterLLMCallEvent:
             self._guard(self._detach_chat_context, node)
+        tracked = cls in _LEDGER_FIELDS
+        if tracked:
+            frame.last = getattr(data, _LEDGER_FIELDS[cls])
         self.frames[key] = frame
         try:
-            result = await wrapped(*args, **kwargs)
+            if tracked and type(registry) is HookRegistry:
+                result = await self._emit_tracked(registry, data, frame)
+            else:
+                result = await wrapped(*args, **kwargs)
         except BaseException as exc:
             del self.frames[key]
             if frame.owner is not None:
@@ -186,6 +207,35 @@ class SpanBook:
         if frame.owner is not None:
             self._guard(self._after_emit, frame, None)
         return result
+
+    async def _emit_tracked(self, registry: Any, data: Any, frame: EmitFrame) -> Any:
+        """``HookRegistry.emit``, handler by handler, noting which handler changed the tool field.
+
+        Same semantics as flowra's emit in 0.0.3 - 0.0.8 (same ``Event``, same live handler
+        list, same order, same awaiting), plus one comparison after each handler: that is how
+        the ledger can name the redacting hook, even behind ``propagate_to`` forwarders (the
+        forwarded emit updates ``frame.last`` first, so the forwarder itself is not blamed).
+        """
+        event = Event(data=data, context=getattr(registry, "_HookRegistry__context", None))
+        handlers = getattr(registry, "_HookRegistry__handlers", {}).get(type(data))
+        if handlers:
+            field = _LEDGER_FIELDS[type(data)]
+            for handler in handlers:
+                result = handler(event)
+                if inspect.isawaitable(result):
+                    await result
+                value = getattr(data, field)
+                if value is not frame.last and value != frame.last:
+                    self._guard(self._note_change, frame, field, value, handler)
+        return event.data
+
+    @staticmethod
+    def _note_change(frame: EmitFrame, field: str, value: Any, handler: Any) -> None:
+        if frame.change is None:
+            ledger_field = redaction.FIELD_ARGUMENTS if field == "tool_use" else redaction.FIELD_RESULT
+            frame.change = redaction.FieldChange(ledger_field, frame.last)
+        frame.change.handlers.append(redaction.handler_name(handler))
+        frame.last = value
 
     def claim(self, owner: Tracing, data: Any, hook_context: Any) -> None:
         """Called by an ``OtelHooks`` handler: the first one to see an event traces it."""
@@ -202,6 +252,10 @@ class SpanBook:
         rec = self.agents.get(id(node))
         if rec is not None:
             self._detach_record_context(rec)
+            if rec.chat is not None and rec.chat.response is not None:
+                # The call itself succeeded. Its output goes on the span only if every hook of
+                # this step (BeforeToolCallEvent rewrites included) ran without raising.
+                self._end_chat(rec, withhold_output=exc is not None)
         if isinstance(exc, asyncio.CancelledError):
             return  # the run itself is being cancelled or timed out; finish() knows which
         if exc is not None:
@@ -222,6 +276,7 @@ class SpanBook:
     def finish(self, exc: BaseException | None) -> None:
         """The run is over: end every span still open, saying why, and forget everything."""
         self.closed = True
+        error: BaseException | None
         if exc is None:
             reason, error = semconv.END_RUN_ENDED, None
         elif isinstance(exc, TimeoutError):
@@ -267,15 +322,31 @@ class SpanBook:
                 return
             if exc is not None:
                 self._end_chat(rec, error=exc)
-            else:
-                self._attach_chat_context(chat)
+                return
+            if chat.owner.options.capture_content and chat.span.is_recording():
+                self._record_request_content(chat, data.request)
+            self._attach_chat_context(chat)
         elif cls is events.AfterLLMCallEvent:
             if rec.chat is not None:
-                self._end_chat(rec, response=data.response, error=exc)
+                if exc is not None:
+                    self._end_chat(rec, error=exc)
+                else:
+                    rec.chat.response = data.response
         elif cls is events.BeforeToolCallEvent:
             self._after_before_tool(rec, frame, exc)
         elif cls is events.AfterToolCallEvent:
             self._after_after_tool(rec, frame, exc)
+
+    @staticmethod
+    def _record_request_content(chat: ChatRecord, request: Any) -> None:
+        options = chat.owner.options
+        system, messages = content.split_messages(request.messages)
+        span = chat.span
+        span.set_attribute(semconv.GEN_AI_INPUT_MESSAGES, options.render(messages))
+        if system:
+            span.set_attribute(semconv.GEN_AI_SYSTEM_INSTRUCTIONS, options.render(system))
+        if request.tools:
+            span.set_attribute(semconv.GEN_AI_TOOL_DEFINITIONS, options.render(content.tool_definitions(request.tools)))
 
     def _agent_for(self, frame: EmitFrame) -> AgentRecord | None:
         node = frame.node
@@ -329,7 +400,6 @@ class SpanBook:
         for tool_id in list(rec.tools):
             self._end_tool(rec, tool_id, error=error, reason=reason or semconv.END_RUN_ENDED, end_ns=end_ns)
         span = rec.span
-        capture = rec.owner.options.capture_content
         if span.is_recording():
             usage = result.usage if result is not None and result.usage is not None else rec.usage
             if usage is not None:
@@ -339,7 +409,7 @@ class SpanBook:
             span.set_attribute(semconv.FLOWRA_TOOL_LOOP_ITERATIONS, rec.llm_calls)
             if len(rec.models) == 1:
                 span.set_attribute(semconv.GEN_AI_REQUEST_MODEL, next(iter(rec.models)))
-        etype = _record_end(span, error=error, reason=reason, capture_content=capture)
+        etype = _record_end(span, error=error, reason=reason, render=rec.owner.options.renderer)
         span.end(end_time=end_ns)
         metric_attrs: attributes.Attributes = {semconv.GEN_AI_AGENT_NAME: rec.name}
         if len(rec.models) == 1:
@@ -377,30 +447,41 @@ class SpanBook:
         self,
         rec: AgentRecord,
         *,
-        response: Any = None,
         error: BaseException | None = None,
         reason: str | None = None,
         end_ns: int | None = None,
+        withhold_output: bool = False,
     ) -> None:
+        """End the open chat span at the moment its response arrived (or now, if it never did)."""
         chat = rec.chat
         if chat is None:
             return
         rec.chat = None
         self._detach_chat_context(chat)
-        end = end_ns or chat.end_ns or time.time_ns()
+        response = chat.response
+        if response is not None:
+            error, reason = None, None  # the call completed; a later failure is not the call's
+        end = chat.end_ns if response is not None and chat.end_ns is not None else (end_ns or time.time_ns())
         span = chat.span
         owner = chat.owner
         usage = getattr(response, "usage", None) if response is not None else None
         if span.is_recording():
             if response is not None:
                 span.set_attributes(attributes.chat_response_attributes(response))
+                if owner.options.capture_content and not withhold_output:
+                    span.set_attribute(
+                        semconv.GEN_AI_OUTPUT_MESSAGES,
+                        owner.options.render(
+                            content.output_messages(response.message, response.stop_reason, chat.final_tool_uses)
+                        ),
+                    )
             if chat.first_chunk_ns is not None:
                 span.set_attribute(
                     semconv.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, (chat.first_chunk_ns - chat.start_ns) / 1e9
                 )
         if usage is not None:
             rec.usage = usage if rec.usage is None else rec.usage + usage
-        etype = _record_end(span, error=error, reason=reason, capture_content=owner.options.capture_content)
+        etype = _record_end(span, error=error, reason=reason, render=owner.options.renderer)
         span.end(end_time=end)
         base: attributes.Attributes = {
             semconv.GEN_AI_OPERATION_NAME: semconv.OP_CHAT,
@@ -444,7 +525,7 @@ class SpanBook:
             chat = rec.chat if rec is not None else None
         if chat is not None and chat.context_token is not None:
             token, chat.context_token = chat.context_token, None
-            otel_context.detach(token)  # type: ignore[arg-type]
+            otel_context.detach(token)
 
     def _detach_record_context(self, rec: AgentRecord) -> None:
         if rec.chat is not None:
@@ -487,11 +568,18 @@ class SpanBook:
             return
         final = frame.data.tool_use
         final_id = str(final.id)
+        tool = rec.tools[original_id]
         if final_id != original_id:  # a hook replaced the tool use with another id
-            tool = rec.tools.pop(original_id)
+            del rec.tools[original_id]
             rec.tools[final_id] = tool
             if tool.span.is_recording():
                 tool.span.set_attribute(semconv.GEN_AI_TOOL_CALL_ID, final_id)
+        if rec.chat is not None:
+            rec.chat.final_tool_uses[original_id] = final
+        self._record_ledger(tool, frame, final)
+        options = tool.owner.options
+        if options.capture_content and tool.span.is_recording():
+            tool.span.set_attribute(semconv.GEN_AI_TOOL_CALL_ARGUMENTS, options.render(final.input))
 
     def _after_after_tool(self, rec: AgentRecord, frame: EmitFrame, exc: BaseException | None) -> None:
         tool_id = str(frame.data.tool_use.id)
@@ -500,7 +588,29 @@ class SpanBook:
         if exc is not None:
             self._end_tool(rec, tool_id, error=exc)
             return
-        self._end_tool(rec, tool_id, result=frame.data.result)
+        result = frame.data.result
+        tool = rec.tools[tool_id]
+        self._record_ledger(tool, frame, result)
+        options = tool.owner.options
+        if options.capture_content and not result.is_error and tool.span.is_recording():
+            tool.span.set_attribute(semconv.GEN_AI_TOOL_CALL_RESULT, options.render(str(result.content)))
+        self._end_tool(rec, tool_id, result=result)
+
+    @staticmethod
+    def _record_ledger(tool: ToolRecord, frame: EmitFrame, final: Any) -> None:
+        change = frame.change
+        if change is None or final == change.original:
+            return
+        options = tool.owner.options
+        span = tool.span
+        tool.redacted_fields.append(change.field)
+        if span.is_recording():
+            span.set_attribute(redaction.APPLIED, True)
+            span.set_attribute(redaction.FIELDS, list(tool.redacted_fields))
+            span.set_attributes(change.attributes(final, options.redaction_hmac_key))
+        tool.owner.instruments.redactions.add(
+            1, {semconv.GEN_AI_TOOL_NAME: tool.name, "flowra.redaction.field": change.field}
+        )
 
     def _end_tool(
         self,
@@ -517,14 +627,15 @@ class SpanBook:
             return
         end = end_ns or time.time_ns()
         span = tool.span
-        etype = _record_end(span, error=error, reason=reason, capture_content=tool.owner.options.capture_content)
+        etype = _record_end(span, error=error, reason=reason, render=tool.owner.options.renderer)
         if etype is None and result is not None and getattr(result, "is_error", False):
             etype = semconv.ERROR_TYPE_TOOL
             if span.is_recording():
                 span.set_attribute(semconv.ERROR_TYPE, etype)
                 span.set_attribute(semconv.FLOWRA_TOOL_IS_ERROR, True)
                 # The result text is content: it goes in the description only when capture is on.
-                desc = str(result.content) if tool.owner.options.capture_content else None
+                render = tool.owner.options.renderer
+                desc = render(str(result.content)) if render is not None else None
                 span.set_status(Status(StatusCode.ERROR, desc))
             tool.owner.instruments.tool_errors.add(1, {semconv.GEN_AI_TOOL_NAME: tool.name})
         span.end(end_time=end)
@@ -592,7 +703,9 @@ def _is_streaming(registry: Any) -> bool:
     return any(bool(has(cls)) for cls in DELTA_EVENTS)
 
 
-def _record_end(span: Span, *, error: BaseException | None, reason: str | None, capture_content: bool) -> str | None:
+def _record_end(
+    span: Span, *, error: BaseException | None, reason: str | None, render: Callable[[str], str] | None
+) -> str | None:
     """Say on ``span`` how it ended; returns the ``error.type`` for the duration metric, if any.
 
     ``reason`` (``flowra.end_reason``) is set whenever a span ends other than by its own
@@ -602,7 +715,7 @@ def _record_end(span: Span, *, error: BaseException | None, reason: str | None, 
     if reason is not None and span.is_recording():
         span.set_attribute(semconv.FLOWRA_END_REASON, reason)
     if error is not None:
-        return record_error(span, error, capture_content=capture_content)
+        return record_error(span, error, render=render)
     if reason == semconv.END_ERROR:
         if span.is_recording():
             span.set_attribute(semconv.ERROR_TYPE, semconv.ERROR_TYPE_OTHER)
