@@ -12,7 +12,7 @@ from typing import Any, Final
 from flowra.agent import Event, HookContext, HookRegistry
 from flowra.lib.tool_loop import hook_events as _events
 from flowra.lib.tool_loop.spec import ToolLoopResult, ToolLoopStatus
-from flowra.llm import LLMRequest, LLMResponse, StopReason, ToolResultBlock, ToolUseBlock, Usage
+from flowra.llm import LLMProvider, LLMRequest, LLMResponse, StopReason, ToolResultBlock, ToolUseBlock, Usage
 from flowra.runtime import AgentRuntime
 from flowra.runtime.engine import Engine
 
@@ -33,6 +33,7 @@ __all__ = [
     "Event",
     "HookContext",
     "HookRegistry",
+    "LLMProvider",
     "LLMRequest",
     "LLMResponse",
     "StopReason",

@@ -11,18 +11,27 @@ runtimes and concurrent runs.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from opentelemetry import metrics, trace
 from opentelemetry.metrics import Meter, MeterProvider
 from opentelemetry.trace import Tracer, TracerProvider
+from opentelemetry.util.types import AttributeValue
 
 from . import patches, semconv
 from ._flowra import TRACED_EVENTS, HookRegistry
 from .content import DEFAULT_MAX_CONTENT_LENGTH, ContentPolicy, Redactor
 from .instruments import Instruments
-from .options import NameOverride, TraceOptions, capture_content_from_env, validate_bool_or_none, validate_override
+from .options import (
+    NameOverride,
+    TraceOptions,
+    capture_content_from_env,
+    validate_attributes,
+    validate_bool_or_none,
+    validate_conversation_id,
+    validate_override,
+)
 
 logger = logging.getLogger("flowra_otel")
 
@@ -49,6 +58,10 @@ class OtelHooks:
             truncation marker; None for no limit.
         redaction_hmac_key: when set (bytes or str), the redaction ledger adds an
             HMAC-SHA256 of each redacted original, so it can be proven later without storing it.
+        conversation_id: ``gen_ai.conversation.id`` for every span of a run: a fixed string, or
+            a function of the spec's ``metadata``; default: ``metadata["conversation_id"]``
+            (or ``session_id`` / ``thread_id``) when the spec carries one.
+        attributes: extra attributes stamped on every span, nested agents' spans included.
 
     Raises:
         TypeError: an option of the wrong type, at construction, never mid-run.
@@ -68,6 +81,8 @@ class OtelHooks:
         redact_secrets: bool | Iterable[str] = False,
         max_content_length: int | None = DEFAULT_MAX_CONTENT_LENGTH,
         redaction_hmac_key: bytes | str | None = None,
+        conversation_id: str | Callable[[Mapping[str, Any]], str | None] | None = None,
+        attributes: Mapping[str, AttributeValue] | None = None,
     ) -> None:
         _check_instance("tracer_provider", tracer_provider, TracerProvider)
         _check_instance("meter_provider", meter_provider, MeterProvider)
@@ -81,6 +96,8 @@ class OtelHooks:
             provider_name=validate_override("provider_name", provider_name),
             content=ContentPolicy.build(redact=redact, redact_secrets=redact_secrets, max_length=max_content_length),
             redaction_hmac_key=_hmac_key(redaction_hmac_key),
+            conversation_id=validate_conversation_id(conversation_id),
+            attributes=validate_attributes(attributes),
         )
         self._tracer: Tracer = trace.get_tracer(
             semconv.INSTRUMENTATION_NAME, _VERSION, tracer_provider, schema_url=semconv.SCHEMA_URL

@@ -11,6 +11,9 @@ import dataclasses
 import logging
 import os
 from collections.abc import Callable, Mapping
+from typing import Any
+
+from opentelemetry.util.types import AttributeValue
 
 from . import semconv
 from .content import ContentPolicy
@@ -41,6 +44,23 @@ class TraceOptions:
     """Scrubbing and size limits applied to every content value (when capture is on)."""
     redaction_hmac_key: bytes | None = None
     """Key for the ledger's HMAC of redacted originals; no HMAC without it."""
+    conversation_id: str | Callable[[Mapping[str, Any]], str | None] | None = None
+    """``gen_ai.conversation.id``: a fixed value, or a function of the run's spec metadata."""
+    attributes: Mapping[str, AttributeValue] = dataclasses.field(default_factory=dict)
+    """Stamped on every span this plugin starts (e.g. tenant, deployment)."""
+
+    def conversation_id_from(self, metadata: Mapping[str, Any]) -> str | None:
+        """Option first; else the spec metadata's ``conversation_id`` (or ``session_id``)."""
+        if isinstance(self.conversation_id, str):
+            return self.conversation_id
+        if self.conversation_id is not None:
+            value = self.conversation_id(metadata)
+            return str(value) if value else None
+        for key in ("conversation_id", "session_id", "thread_id"):
+            value = metadata.get(key)
+            if isinstance(value, str | int) and str(value):
+                return str(value)
+        return None
 
     def render(self, value: object) -> str:
         return self.content.render(value)
@@ -102,6 +122,34 @@ def validate_override(name: str, value: object) -> NameOverride | None:
                 raise TypeError(msg)
         return value
     msg = f"{name} must be a mapping of str to str or a callable, got {type(value).__name__}"
+    raise TypeError(msg)
+
+
+def validate_attributes(value: object) -> dict[str, AttributeValue]:
+    """User attributes must be valid OpenTelemetry attribute values, checked now, not per span."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        msg = f"attributes must be a mapping of str to attribute values, got {type(value).__name__}"
+        raise TypeError(msg)
+    out: dict[str, AttributeValue] = {}
+    for k, v in value.items():
+        ok = isinstance(v, str | bool | int | float) or (
+            isinstance(v, list | tuple) and all(isinstance(i, str | bool | int | float) for i in v)
+        )
+        if not isinstance(k, str) or not k or not ok:
+            msg = f"attributes: {k!r}: {v!r} is not a valid OpenTelemetry attribute (str key, primitive value)"
+            raise TypeError(msg)
+        out[k] = list(v) if isinstance(v, tuple) else v
+    return out
+
+
+def validate_conversation_id(value: object) -> str | Callable[[Mapping[str, Any]], str | None] | None:
+    if value is None or (isinstance(value, str) and value):
+        return value
+    if callable(value):
+        return value
+    msg = f"conversation_id must be a non-empty str, a callable(metadata) -> str | None, or None, got {value!r}"
     raise TypeError(msg)
 
 

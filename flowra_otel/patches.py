@@ -23,8 +23,10 @@ from typing import Any
 
 import wrapt
 from opentelemetry import context as otel_context
+from opentelemetry import trace
 
-from ._flowra import AgentRuntime, Engine, HookRegistry
+from . import durable
+from ._flowra import AgentRuntime, Engine, HookRegistry, LLMProvider
 from .span_book import SpanBook
 
 logger = logging.getLogger("flowra_otel")
@@ -46,6 +48,14 @@ def current_node() -> Any:
 
 
 async def _run_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    return await _traced_run(wrapped, instance, args, kwargs, resume=False)
+
+
+async def _resume_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    return await _traced_run(wrapped, instance, args, kwargs, resume=True)
+
+
+async def _traced_run(wrapped: Any, instance: Any, args: Any, kwargs: Any, *, resume: bool) -> Any:
     book: SpanBook | None = None
     token = None
     try:
@@ -54,7 +64,9 @@ async def _run_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> A
         # A run started from inside another run's step (a tool that runs its own runtime)
         # nests under the span of that step's node, not under whatever happens to be current.
         parent = outer.context_for_node(node) if outer is not None and node is not None else None
-        book = SpanBook(parent if parent is not None else otel_context.get_current())
+        storage = getattr(instance, "_AgentRuntime__storage", None)
+        resumed = await durable.load(storage) if resume and storage is not None else None
+        book = SpanBook(parent if parent is not None else otel_context.get_current(), storage=storage, resumed=resumed)
         token = _CURRENT_BOOK.set(book)
     except Exception:
         logger.exception("flowra_otel: could not start tracing this run; the agent is unaffected")
@@ -115,8 +127,94 @@ _PATCHES: tuple[tuple[type, str, Any], ...] = (
     (Engine, _EXECUTE_NODE, _execute_node_wrapper),
     (HookRegistry, "emit", _emit_wrapper),
     (AgentRuntime, "run", _run_wrapper),
-    (AgentRuntime, "resume", _run_wrapper),
+    (AgentRuntime, "resume", _resume_wrapper),
 )
+
+_IN_PROVIDER_CALL: ContextVar[bool] = ContextVar("flowra_otel.in_provider_call", default=False)
+
+
+async def _provider_call_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    """``LLMProvider.call`` made by an agent that is not a tool loop gets its own ``chat`` span.
+
+    Tool loops already trace their calls through Before/AfterLLMCallEvent, so a call made while
+    the node's tool-loop chat span is open is left alone: never two ``chat`` spans for one call.
+    """
+    book = _CURRENT_BOOK.get()
+    node = _CURRENT_NODE.get()
+    if book is None or node is None or book.closed or _IN_PROVIDER_CALL.get():
+        return await wrapped(*args, **kwargs)
+    request = args[0] if args else kwargs.get("request")
+    chat = None
+    try:
+        chat = book.start_direct_chat(node, request)
+    except Exception:
+        logger.exception("flowra_otel: could not start a chat span for a direct provider call")
+    if chat is None:
+        return await wrapped(*args, **kwargs)
+    flag = _IN_PROVIDER_CALL.set(True)
+    ctx_token = otel_context.attach(trace.set_span_in_context(chat.span))
+    try:
+        response = await wrapped(*args, **kwargs)
+    except BaseException as exc:
+        _end_direct(book, chat, None, exc)
+        raise
+    finally:
+        otel_context.detach(ctx_token)
+        _IN_PROVIDER_CALL.reset(flag)
+    _end_direct(book, chat, response, None)
+    return response
+
+
+def _end_direct(book: SpanBook, chat: Any, response: Any, exc: BaseException | None) -> None:
+    try:
+        book.end_direct_chat(chat, response, exc)
+    except Exception:
+        logger.exception("flowra_otel: could not end a direct provider call's chat span")
+
+
+_wrapped_providers: list[tuple[type, Any]] = []
+_CALL = "call"
+_INIT_SUBCLASS = "__init_subclass__"
+
+
+def _wrap_provider_class(cls: type) -> None:
+    original = cls.__dict__.get("call")
+    if original is None or _is_ours(cls, "call", _provider_call_wrapper):
+        return
+    _wrapped_providers.append((cls, original))
+    wrapt.wrap_function_wrapper(cls, "call", _provider_call_wrapper)
+
+
+def _init_subclass(cls: type, /, **kwargs: Any) -> None:
+    """Installed as ``LLMProvider.__init_subclass__``: providers defined later are wrapped too."""
+    try:
+        _wrap_provider_class(cls)
+    except Exception:
+        logger.exception("flowra_otel: could not wrap provider %s", cls)
+
+
+def _all_subclasses(cls: type) -> list[type]:
+    out: list[type] = []
+    subclasses: list[type] = type.__subclasses__(cls)
+    for subclass in subclasses:
+        out.append(subclass)
+        out.extend(_all_subclasses(subclass))
+    return out
+
+
+def _install_providers() -> None:
+    if _INIT_SUBCLASS not in LLMProvider.__dict__:
+        setattr(LLMProvider, _INIT_SUBCLASS, classmethod(_init_subclass))
+    for sub in _all_subclasses(LLMProvider):
+        _wrap_provider_class(sub)
+
+
+def _uninstall_providers() -> None:
+    while _wrapped_providers:
+        cls, original = _wrapped_providers.pop()
+        setattr(cls, _CALL, original)
+    if _INIT_SUBCLASS in LLMProvider.__dict__:
+        delattr(LLMProvider, _INIT_SUBCLASS)
 
 
 def _is_ours(cls: type, name: str, wrapper: Any) -> bool:
@@ -135,6 +233,7 @@ def install() -> None:
                 continue
             _originals[(cls, name)] = cls.__dict__[name]
             wrapt.wrap_function_wrapper(cls, name, wrapper)
+        _install_providers()
 
 
 def uninstall() -> None:
@@ -144,6 +243,7 @@ def uninstall() -> None:
             original = _originals.pop((cls, name), None)
             if original is not None and _is_ours(cls, name, wrapper):
                 setattr(cls, name, original)
+        _uninstall_providers()
 
 
 def installed() -> bool:

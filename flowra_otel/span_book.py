@@ -23,16 +23,16 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextvars import Token
 from typing import Any, Protocol
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode, Tracer
 
-from . import attributes, content, redaction, semconv
+from . import attributes, content, durable, redaction, semconv
 from ._flowra import (
     CONTINUATION_TYPES,
     DELTA_EVENTS,
@@ -164,13 +164,32 @@ type Wrapped = Callable[..., Awaitable[Any]]
 class SpanBook:
     """All open spans of one ``AgentRuntime.run``/``resume`` call."""
 
-    __slots__ = ("agents", "caller_context", "closed", "frames")
+    __slots__ = (
+        "agents",
+        "caller_context",
+        "closed",
+        "conversation_id",
+        "frames",
+        "persist_pending",
+        "resumed_from",
+        "root_span",
+        "storage",
+    )
 
-    def __init__(self, caller_context: Context) -> None:
+    def __init__(
+        self, caller_context: Context, *, storage: Any = None, resumed: Mapping[str, Any] | None = None
+    ) -> None:
         self.caller_context = caller_context
         self.agents: dict[int, AgentRecord] = {}
         self.frames: dict[int, EmitFrame] = {}
         self.closed = False
+        self.storage = storage  # flowra SessionStorage of a durable run, where the trace link is kept
+        self.persist_pending = False
+        self.root_span: Span | None = None
+        self.resumed_from = durable.parse_traceparent(resumed.get("traceparent")) if resumed else None
+        self.conversation_id: str | None = (
+            str(resumed["conversation_id"]) if resumed and resumed.get("conversation_id") else None
+        )
 
     # ------------------------------------------------------------------ emit (patched)
     async def emit(self, wrapped: Wrapped, registry: Any, data: Any, node: Any, args: Any, kwargs: Any) -> Any:
@@ -206,7 +225,19 @@ class SpanBook:
         del self.frames[key]
         if frame.owner is not None:
             self._guard(self._after_emit, frame, None)
+        if self.persist_pending:
+            await self._persist()
         return result
+
+    async def _persist(self) -> None:
+        """Keep this run's root span context (and conversation id) in flowra's own session
+        state, so a ``resume()`` in another process can link back to this trace."""
+        self.persist_pending = False
+        try:
+            if self.storage is not None and self.root_span is not None:
+                await durable.save(self.storage, self.root_span, self.conversation_id)
+        except Exception:
+            logger.exception("flowra_otel: could not save the trace link in session storage")
 
     async def _emit_tracked(self, registry: Any, data: Any, frame: EmitFrame) -> Any:
         """``HookRegistry.emit``, handler by handler, noting which handler changed the tool field.
@@ -309,6 +340,28 @@ class SpanBook:
                 rec.chat.end_ns = frame.start_ns
         elif cls is events.BeforeToolCallEvent:
             self._start_tool(rec, frame)
+        elif cls is events.MessageAcceptedEvent and self.conversation_id is None:
+            cid = rec.owner.options.conversation_id_from(data.metadata or {})
+            if cid:
+                self._set_conversation_id(cid)
+
+    def _set_conversation_id(self, cid: str) -> None:
+        """Known now: stamp it on every span already open in this run, and on all later ones."""
+        self.conversation_id = cid
+        for rec in self.agents.values():
+            spans = [rec.span] + [t.span for t in rec.tools.values()] + ([rec.chat.span] if rec.chat else [])
+            for span in spans:
+                span.set_attribute(semconv.GEN_AI_CONVERSATION_ID, cid)
+        if self.storage is not None:
+            self.persist_pending = True
+
+    def _stamp(self, owner: Tracing) -> attributes.Attributes:
+        """Attributes every span of the run carries: the user's, and the conversation id."""
+        if self.conversation_id is None and isinstance(owner.options.conversation_id, str):
+            self.conversation_id = owner.options.conversation_id
+        if self.conversation_id is None:
+            return owner.options.attributes  # type: ignore[return-value]
+        return {**owner.options.attributes, semconv.GEN_AI_CONVERSATION_ID: self.conversation_id}
 
     def _after_emit(self, frame: EmitFrame, exc: BaseException | None) -> None:
         rec = self.agents.get(id(frame.node))
@@ -371,14 +424,25 @@ class SpanBook:
             semconv.GEN_AI_AGENT_NAME: name,
             semconv.FLOWRA_AGENT_PATH: path,
             semconv.FLOWRA_NODE_ID: node_id_of(node),
+            **self._stamp(owner),
         }
+        parent = self._parent_context(node, include_self=False)
+        is_root = parent is self.caller_context
+        links = []
+        if is_root and self.resumed_from is not None:
+            links.append(Link(self.resumed_from, {durable.LINK_TYPE: durable.LINK_RESUMED_FROM}))
+            attrs[durable.RESUMED] = True
         span = owner.tracer.start_span(
             f"{semconv.OP_INVOKE_AGENT} {name}" if name else semconv.OP_INVOKE_AGENT,
-            context=self._parent_context(node, include_self=False),
+            context=parent,
             kind=SpanKind.INTERNAL,
             attributes=attrs,
+            links=links,
             start_time=frame.start_ns,
         )
+        if is_root and self.root_span is None:
+            self.root_span = span
+            self.persist_pending = self.storage is not None
         rec = AgentRecord(owner, node, span, frame.start_ns, name)
         self.agents[id(node)] = rec
         return rec
@@ -432,6 +496,7 @@ class SpanBook:
         provider, model = owner.options.resolve_provider_and_model(str(request.model))
         streaming = _is_streaming(frame.registry)
         attrs = attributes.chat_start_attributes(request, provider, model, streaming=streaming)
+        attrs.update(self._stamp(owner))
         span = owner.tracer.start_span(
             f"{semconv.OP_CHAT} {model}" if model else semconv.OP_CHAT,
             context=trace.set_span_in_context(rec.span),
@@ -457,6 +522,20 @@ class SpanBook:
         if chat is None:
             return
         rec.chat = None
+        usage = self._close_chat(chat, error=error, reason=reason, end_ns=end_ns, withhold_output=withhold_output)
+        if usage is not None:
+            rec.usage = usage if rec.usage is None else rec.usage + usage
+
+    def _close_chat(
+        self,
+        chat: ChatRecord,
+        *,
+        error: BaseException | None = None,
+        reason: str | None = None,
+        end_ns: int | None = None,
+        withhold_output: bool = False,
+    ) -> Any:
+        """End a chat span, record its metrics; returns its usage (or None)."""
         self._detach_chat_context(chat)
         response = chat.response
         if response is not None:
@@ -479,8 +558,6 @@ class SpanBook:
                 span.set_attribute(
                     semconv.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, (chat.first_chunk_ns - chat.start_ns) / 1e9
                 )
-        if usage is not None:
-            rec.usage = usage if rec.usage is None else rec.usage + usage
         etype = _record_end(span, error=error, reason=reason, render=owner.options.renderer)
         span.end(end_time=end)
         base: attributes.Attributes = {
@@ -504,6 +581,37 @@ class SpanBook:
             )
             if usage.cost_usd:
                 inst.cost.add(float(usage.cost_usd), base)
+        return usage
+
+    # ------------------------------------------------------------------ direct provider calls
+    def start_direct_chat(self, node: Any, request: Any) -> ChatRecord | None:
+        """A provider call made by a custom (non tool-loop) agent's step; None = not ours to trace."""
+        rec = self.agents.get(id(node))
+        if rec is not None and rec.chat is not None:
+            return None  # the tool loop's own call: already traced by its events
+        owner = _owner_on(node)
+        if owner is None or request is None:
+            return None
+        provider, model = owner.options.resolve_provider_and_model(str(request.model))
+        attrs = attributes.chat_start_attributes(request, provider, model, streaming=False)
+        attrs.update(self._stamp(owner))
+        start = time.time_ns()
+        span = owner.tracer.start_span(
+            f"{semconv.OP_CHAT} {model}" if model else semconv.OP_CHAT,
+            context=self._parent_context(node, include_self=True),
+            kind=SpanKind.CLIENT,
+            attributes=attrs,
+            start_time=start,
+        )
+        chat = ChatRecord(owner, span, start, provider, model, streaming=False)
+        if owner.options.capture_content and span.is_recording():
+            self._record_request_content(chat, request)
+        return chat
+
+    def end_direct_chat(self, chat: ChatRecord, response: Any, exc: BaseException | None) -> None:
+        chat.response = response
+        chat.end_ns = time.time_ns()
+        self._close_chat(chat, error=exc, reason=semconv.END_ERROR if exc is not None else None)
 
     def _on_chunk(self, node: Any) -> None:
         rec = self.agents.get(id(node))
@@ -543,6 +651,7 @@ class SpanBook:
             semconv.GEN_AI_TOOL_TYPE: semconv.TOOL_TYPE_FUNCTION,
             semconv.GEN_AI_TOOL_CALL_ID: str(tool_use.id),
             semconv.GEN_AI_AGENT_NAME: rec.name,
+            **self._stamp(owner),
         }
         span = owner.tracer.start_span(
             f"{semconv.OP_EXECUTE_TOOL} {name}",
@@ -678,6 +787,23 @@ class SpanBook:
             fn(*args)
         except Exception:
             logger.exception("flowra_otel: internal error in %s; the agent is unaffected", fn.__name__)
+
+
+def _owner_on(node: Any) -> Tracing | None:
+    """The ``OtelHooks`` on the ``HookRegistry`` a node's agent receives, if any.
+
+    A custom agent emits no events, so no handler ever claims its provider calls; the
+    plugin traces them only when the registry that agent is given carries an ``OtelHooks``.
+    """
+    scope = getattr(node, "scope", None)
+    services = scope.get_services() if scope is not None else {}
+    registry = services.get(HookRegistry)
+    handlers_map = getattr(registry, "_HookRegistry__handlers", None) or {}
+    for handler in handlers_map.get(events.BeforeLLMCallEvent, ()):
+        owner = getattr(handler, "__self__", None)
+        if owner is not None and hasattr(owner, "tracer") and hasattr(owner, "instruments"):
+            return owner  # type: ignore[no-any-return]
+    return None
 
 
 def _owning_agent_path(node: Any) -> str:
