@@ -20,7 +20,7 @@ from opentelemetry.trace import Tracer, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
 from . import patches, semconv
-from ._flowra import TRACED_EVENTS, HookRegistry
+from ._flowra import DELTA_EVENTS, TRACED_EVENTS, HookContext, HookRegistry
 from .content import DEFAULT_MAX_CONTENT_LENGTH, ContentPolicy, Redactor
 from .instruments import Instruments
 from .options import (
@@ -124,6 +124,26 @@ class OtelHooks:
         """``HookProvider`` protocol: subscribe to the tool-loop events on ``registry``."""
         for event_type in TRACED_EVENTS:
             registry.on(event_type, self._on_event)
+
+    @staticmethod
+    def child_registry(
+        parent: HookRegistry, *, agent_path: str | None = None, agent_type: type[Any] | None = None
+    ) -> HookRegistry:
+        """An isolated child registry for a sub-agent that still traces into ``parent``.
+
+        Use it where a parent agent gives its children their own registry
+        (``services.provide(HookRegistry, OtelHooks.child_registry(hooks, agent_path="planner"))``).
+        It forwards the tool-loop events to ``parent`` (so the parent's ``OtelHooks`` and any
+        redaction hooks there see them, once) and stamps ``HookContext(agent_path=...)``, which
+        becomes the child's ``gen_ai.agent.name``. Streaming delta events are forwarded only if
+        ``parent`` already has delta handlers: forwarding them otherwise would switch the child
+        agent to streaming.
+        """
+        context = HookContext(agent_type=agent_type, agent_path=agent_path) if agent_path is not None else None
+        child = HookRegistry(context=context)
+        forwarded = list(TRACED_EVENTS) + [t for t in DELTA_EVENTS if parent.has_handlers(t)]
+        child.propagate_to(parent, only=forwarded)
+        return child
 
     def _on_event(self, event: Any) -> None:
         book = patches.current_book()

@@ -417,7 +417,10 @@ class SpanBook:
         assert owner is not None
         node = frame.node
         path = agent_name_of(node)
-        hook_path = getattr(frame.hook_context, "agent_path", None)
+        # The emitting registry's own HookContext names the agent; a forwarded event reaches
+        # the plugin re-wrapped with the *target's* context, so prefer the outermost registry's.
+        emitting_context = getattr(frame.registry, "_HookRegistry__context", None) or frame.hook_context
+        hook_path = getattr(emitting_context, "agent_path", None)
         name = owner.options.resolve_agent_name(hook_path or _owning_agent_path(node))
         attrs: attributes.Attributes = {
             semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT,
