@@ -686,6 +686,12 @@ class SpanBook:
             rec.tools[final_id] = tool
             if tool.span.is_recording():
                 tool.span.set_attribute(semconv.GEN_AI_TOOL_CALL_ID, final_id)
+        final_name = str(final.name)
+        if final_name != tool.name:  # a hook redirected the call: name the tool that actually runs
+            tool.name = final_name
+            if tool.span.is_recording():
+                tool.span.update_name(f"{semconv.OP_EXECUTE_TOOL} {final_name}")
+                tool.span.set_attribute(semconv.GEN_AI_TOOL_NAME, final_name)
         if rec.chat is not None:
             rec.chat.final_tool_uses[original_id] = final
         self._record_ledger(tool, frame, final)

@@ -186,11 +186,11 @@ async def test_sampling_relevant_attributes_are_given_at_span_start(
             seen[span.name] = dict(span.attributes)
 
     tracer_provider.add_span_processor(Capture())
-    provider = ScriptedProvider(
-        [tool_calls_response([("c1", "add", {"a": 1, "b": 2})]), text_response("3")]
-    )
+    provider = ScriptedProvider([tool_calls_response([("c1", "add", {"a": 1, "b": 2})]), text_response("3")])
     async with tool_registry(add) as tools:
-        await run_tool_loop(tool_loop_runtime(provider, tools, hooks_with(OtelHooks(tracer_provider=tracer_provider))), "1+2")
+        await run_tool_loop(
+            tool_loop_runtime(provider, tools, hooks_with(OtelHooks(tracer_provider=tracer_provider))), "1+2"
+        )
     assert seen["chat sonnet-4-5"][semconv.GEN_AI_OPERATION_NAME] == "chat"
     assert seen["chat sonnet-4-5"][semconv.GEN_AI_PROVIDER_NAME] == "anthropic"
     assert seen["chat sonnet-4-5"][semconv.GEN_AI_REQUEST_MODEL] == "sonnet-4-5"
@@ -376,9 +376,7 @@ async def test_other_stop_reasons_end_the_agent(
 
 
 async def test_llm_call_limit_ends_the_agent(otel_hooks: OtelHooks, span_exporter: InMemorySpanExporter) -> None:
-    provider = ScriptedProvider(
-        [tool_calls_response([(f"c{i}", "add", {"a": i, "b": i})]) for i in range(2)]
-    )
+    provider = ScriptedProvider([tool_calls_response([(f"c{i}", "add", {"a": i, "b": i})]) for i in range(2)])
     async with tool_registry(add) as tools:
         result = await run_tool_loop(tool_loop_runtime(provider, tools, hooks_with(otel_hooks), max_llm_calls=2), "q")
     assert result.status.value in {"max_llm_calls", "max_iterations"}
@@ -468,19 +466,19 @@ async def test_tool_exception_marks_the_tool_span(otel_hooks: OtelHooks, span_ex
     assert tool.span.status.description is None  # content capture is off: no error text
 
 
-class ProviderDown(RuntimeError):
+class ProviderDownError(RuntimeError):
     pass
 
 
 async def test_provider_exception_reaches_the_caller_and_marks_spans(
     otel_hooks: OtelHooks, span_exporter: InMemorySpanExporter
 ) -> None:
-    provider = ScriptedProvider([ProviderDown("503 from upstream")])
+    provider = ScriptedProvider([ProviderDownError("503 from upstream")])
     async with tool_registry(get_weather) as tools:
-        with pytest.raises(ProviderDown, match="503 from upstream"):
+        with pytest.raises(ProviderDownError, match="503 from upstream"):
             await run_tool_loop(tool_loop_runtime(provider, tools, hooks_with(otel_hooks)), "q")
     (agent,) = tree(span_exporter, (semconv.ERROR_TYPE, semconv.FLOWRA_END_REASON))
-    etype = f"{__name__}.ProviderDown"
+    etype = f"{__name__}.ProviderDownError"
     assert (agent.status, agent.attrs) == ("ERROR", {semconv.ERROR_TYPE: etype, semconv.FLOWRA_END_REASON: "error"})
     (chat,) = agent.children
     assert (chat.name, chat.status, chat.attrs) == (
@@ -501,10 +499,12 @@ async def test_provider_exception_reaches_the_caller_and_marks_spans(
 async def test_provider_exception_text_is_recorded_when_capture_is_on(
     make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter
 ) -> None:
-    provider = ScriptedProvider([ProviderDown("503 from upstream")])
+    provider = ScriptedProvider([ProviderDownError("503 from upstream")])
     async with tool_registry(get_weather) as tools:
-        with pytest.raises(ProviderDown):
-            await run_tool_loop(tool_loop_runtime(provider, tools, hooks_with(make_otel_hooks(capture_content=True))), "q")
+        with pytest.raises(ProviderDownError):
+            await run_tool_loop(
+                tool_loop_runtime(provider, tools, hooks_with(make_otel_hooks(capture_content=True))), "q"
+            )
     (agent,) = tree(span_exporter)
     chat = agent.children[0]
     assert chat.span is not None
@@ -523,7 +523,9 @@ async def test_root_agent_is_a_child_of_the_callers_current_span(
         runtime = tool_loop_runtime(provider, tools, hooks_with(otel_hooks))
         with tracer.start_as_current_span("POST /chat"):
             await run_tool_loop(runtime, "hello")
-    assert span_tree.shape(tree(span_exporter)) == [("POST /chat", [("invoke_agent assistant", [("chat sonnet-4-5", [])])])]
+    assert span_tree.shape(tree(span_exporter)) == [
+        ("POST /chat", [("invoke_agent assistant", [("chat sonnet-4-5", [])])])
+    ]
 
 
 async def test_without_a_caller_span_the_root_agent_starts_a_trace(
