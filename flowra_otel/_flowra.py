@@ -95,8 +95,15 @@ def node_id_of(node: Any) -> str:
 
 
 def tool_use_of(node: Any) -> ToolUseBlock | None:
-    """The tool use a tool-call node executes, or None when the node is not a tool call."""
-    spec = getattr(node, "agent_spec", None)
-    if isinstance(spec, ToolCallSpec):
-        return spec.tool_use
+    """The tool use a tool-call node executes, or None when the node is not a tool call.
+
+    Newer flowra (0.0.8) keeps the agent's spec on the node (``agent_spec``); flowra 0.0.3 has
+    no such field, only the step's ``pending_spec``, which holds the ``ToolCallSpec`` while the
+    tool-call node's ``execute`` step runs (the only time this is asked: a step that raised, a
+    run started from inside a tool).
+    """
+    for field in ("agent_spec", "pending_spec"):
+        spec = getattr(node, field, None)
+        if isinstance(spec, ToolCallSpec):
+            return spec.tool_use
     return None

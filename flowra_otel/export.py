@@ -129,7 +129,12 @@ class TelemetryHandles:
         return self._metric_exporters
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        """Export everything buffered now; ``False`` if either signal failed or timed out.
+        """Export everything buffered now; ``False`` if either signal timed out (or a metric
+        reader raised).
+
+        ``True`` does not mean the backend accepted the data: the SDK's processors and readers
+        report only whether the export calls finished in time, and the exporters log a refused
+        or failed delivery (after their retries) instead of reporting it here.
 
         Worth calling before a short-lived program (a CLI, a serverless handler) returns, as
         the batch processor otherwise waits up to ``OTEL_BSP_SCHEDULE_DELAY`` to send.

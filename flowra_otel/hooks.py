@@ -67,7 +67,7 @@ class OtelHooks:
         TypeError: an option of the wrong type, at construction, never mid-run.
     """
 
-    __slots__ = ("_instruments", "_options", "_tracer")
+    __slots__ = ("_auto", "_instruments", "_options", "_tracer")
 
     def __init__(
         self,
@@ -106,6 +106,7 @@ class OtelHooks:
             semconv.INSTRUMENTATION_NAME, _VERSION, meter_provider, schema_url=semconv.SCHEMA_URL
         )
         self._instruments = Instruments(meter)
+        self._auto = False  # True only for the zero-code instrumentor's instance
         patches.install()
 
     @property
@@ -121,7 +122,14 @@ class OtelHooks:
         return self._options
 
     def register_hooks(self, registry: HookRegistry) -> None:
-        """``HookProvider`` protocol: subscribe to the tool-loop events on ``registry``."""
+        """``HookProvider`` protocol: subscribe to the tool-loop events on ``registry``.
+
+        An ``OtelHooks`` the app adds itself takes over from the one the zero-code
+        instrumentor put on the registry, so the app's own options (content capture,
+        redaction, providers) are the ones that apply.
+        """
+        if not self._auto:
+            _drop_auto_handlers(registry)
         for event_type in TRACED_EVENTS:
             registry.on(event_type, self._on_event)
 
@@ -156,6 +164,18 @@ class OtelHooks:
 
     def __repr__(self) -> str:
         return f"OtelHooks(capture_content={self._options.capture_content})"
+
+
+def _drop_auto_handlers(registry: HookRegistry) -> None:
+    handlers = getattr(registry, "_HookRegistry__handlers", None)
+    if not isinstance(handlers, dict):
+        return
+    for event_type in TRACED_EVENTS:
+        current = handlers.get(event_type)
+        if current:
+            current[:] = [
+                h for h in current if not (isinstance(owner := getattr(h, "__self__", None), OtelHooks) and owner._auto)
+            ]
 
 
 def _check_instance(name: str, value: object, cls: type) -> None:

@@ -1,0 +1,152 @@
+"""Content capture with a redaction hook, proven by auditing the exported trace.
+
+    python examples/redaction_audit.py
+
+A ``lookup_customer`` tool returns a record holding an API key and an e-mail address. With
+content capture on (``OtelHooks(capture_content=True)``), tool results and messages are recorded
+on spans, so a flowra hook on ``AfterToolCallEvent`` scrubs the result first. The plugin records
+every value *after* all hooks have run, and writes a redaction ledger on the ``execute_tool``
+span: which hook changed the result and how long it was before and after, never the original.
+
+The example runs the agent twice, with the hook and "forgetting" it, writes each run's spans to
+an OTLP JSON file (one ``ExportTraceServiceRequest`` per line, as the OpenTelemetry Collector's
+``file`` exporter writes them) and audits it with ``flowra-otel audit``::
+
+    python -m flowra_otel audit traces.jsonl [--secret TEXT ...] [--json]
+
+The first audit lists the tool call with its ledger and finds nothing (exit 0); the second
+finds the key and the e-mail address on the tool span and on the next LLM call's input (exit 1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import dataclasses
+import json
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from flowra.agent import Event, HookRegistry
+from flowra.lib import LLMConfig
+from flowra.lib.tool_loop import AfterToolCallEvent, ToolLoopAgent, ToolLoopConfig, ToolLoopSpec
+from flowra.llm import AssistantMessage, LLMProvider, LLMRequest, LLMResponse, StopReason, TextBlock, ToolUseBlock
+from flowra.runtime import AgentRuntime
+from flowra.tools import ToolRegistry, get_local_tool, tool
+from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from flowra_otel import OtelHooks
+from flowra_otel.audit import audit_file, render_text
+
+API_KEY = "sk-proj-" + "Zx81Qa" * 5
+EMAIL = "alice@example.com"
+
+
+# --------------------------------------------------------------------------------- a scripted LLM
+class ScriptedLLM(LLMProvider):
+    """Asks for the customer record, then answers; no network, same output every run."""
+
+    def __init__(self, responses: Sequence[LLMResponse]) -> None:
+        self._responses = list(responses)
+
+    async def call(self, request: LLMRequest) -> LLMResponse:
+        return self._responses.pop(0)
+
+
+def script() -> list[LLMResponse]:
+    return [
+        LLMResponse(
+            message=AssistantMessage(
+                blocks=[ToolUseBlock(id="call_1", name="lookup_customer", input={"name": "Alice"})]
+            ),
+            stop_reason=StopReason.TOOL_USE,
+        ),
+        LLMResponse(
+            message=AssistantMessage(blocks=[TextBlock(text="Alice is on the Pro plan.")]),
+            stop_reason=StopReason.END_TURN,
+        ),
+    ]
+
+
+# --------------------------------------------------------------------------------- tool and hook
+@dataclasses.dataclass(frozen=True, slots=True)
+class CustomerQuery:
+    name: str
+
+
+@tool("lookup_customer", "Look up a customer record by name.")
+async def lookup_customer(params: CustomerQuery) -> str:
+    return f"name={params.name}; plan=pro; email={EMAIL}; api_key={API_KEY}"
+
+
+def scrub_customer_record(event: Event[AfterToolCallEvent]) -> None:
+    """The application's redaction hook: no key or address leaves a tool result."""
+    result = event.data.result
+    content = result.content.replace(API_KEY, "[api key removed]").replace(EMAIL, "[email removed]")
+    if content != result.content:
+        event.data.result = dataclasses.replace(result, content=content)
+
+
+# --------------------------------------------------------------------------------- OTLP JSON file
+def _hex_ids(obj: dict[str, Any]) -> None:
+    for key in ("traceId", "spanId", "parentSpanId"):
+        if obj.get(key):
+            obj[key] = base64.b64decode(obj[key]).hex()
+
+
+def write_otlp_json(spans: Sequence[ReadableSpan], path: Path) -> None:
+    """The spans as the Collector's file exporter writes them: OTLP JSON, hex ids, one request a line."""
+    request: dict[str, Any] = MessageToDict(encode_spans(spans), use_integers_for_enums=True)
+    for resource_spans in request.get("resourceSpans", []):
+        for scope_spans in resource_spans.get("scopeSpans", []):
+            for span in scope_spans.get("spans", []):
+                _hex_ids(span)
+    path.write_text(json.dumps(request, separators=(",", ":")) + "\n", encoding="utf-8")
+
+
+# --------------------------------------------------------------------------------- one run
+async def run_agent(*, redact: bool) -> list[ReadableSpan]:
+    exporter = InMemorySpanExporter()
+    tracer_provider = TracerProvider(resource=Resource.create({"service.name": "redaction-audit-example"}))
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+
+    hooks = HookRegistry()
+    hooks.add(OtelHooks(tracer_provider=tracer_provider, capture_content=True))
+    if redact:
+        hooks.on(AfterToolCallEvent, scrub_customer_record)
+
+    async with await ToolRegistry.create([get_local_tool(lookup_customer)]) as tools:
+        runtime = AgentRuntime(
+            agents={"assistant": ToolLoopAgent},
+            services={
+                LLMProvider: ScriptedLLM(script()),
+                ToolRegistry: tools,
+                ToolLoopConfig: ToolLoopConfig(llm_config=LLMConfig(model="openai/gpt-4o"), session_messages=[]),
+                HookRegistry: hooks,
+            },
+        )
+        await runtime.run(agent="assistant", spec=ToolLoopSpec(user_message="Which plan is Alice on?"))
+    tracer_provider.shutdown()
+    return list(exporter.get_finished_spans())
+
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="flowra-otel-audit-") as tmp:
+        for redact in (True, False):
+            title = "with the redaction hook" if redact else "without it (a planted leak)"
+            path = Path(tmp) / ("redacted.jsonl" if redact else "leaky.jsonl")
+            write_otlp_json(await run_agent(redact=redact), path)
+            report = audit_file(path)  # the built-in secret patterns; add secrets=[...] for exact strings
+            print(f"=== audit {title}: exit status {report.exit_code}")
+            print(render_text(report))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,727 @@
+"""``flowra-otel audit``: read exported traces, list every tool call with its redaction ledger,
+and report any span value that looks like a secret.
+
+    python -m flowra_otel audit traces.jsonl [--secret S ...] [--secrets-file F]
+                                             [--no-builtin-patterns] [--json]
+
+Why: the redaction ledger (``flowra.redaction.*`` on ``execute_tool`` spans, see ``redaction.py``)
+says which hook changed which tool argument or result; this command turns a trace export into
+the review an auditor asks for ("which tool calls were redacted, by what, and did anything slip
+through?") without a tracing backend.
+
+Input, detected from the content:
+
+* OTLP JSON as the OpenTelemetry Collector's ``file`` exporter writes it: one
+  ``ExportTraceServiceRequest`` per line (``{"resourceSpans": [...]}``), or one such document.
+  Ids may be hex (the OTLP JSON encoding) or base64 (protobuf's generic JSON mapping); enums
+  numbers or names; keys camelCase or snake_case. Lines holding metrics or logs are skipped.
+* Jaeger's JSON trace export (``{"data": [{"traceID", "spans": [...], "processes": {...}}]}``),
+  as the Jaeger UI downloads it and its HTTP API returns it.
+
+Checked, on every span: its name, attribute values (strings, and strings inside arrays), event
+names and attributes, link attributes and the status message. A string that is itself JSON
+(``gen_ai.input.messages``...) is also decoded, so a secret escaped inside it is still found.
+What is looked for: the plugin's built-in secret patterns
+(``flowra_otel.content.BUILTIN_SECRET_PATTERNS``: API keys, bearer tokens, e-mail addresses, card
+numbers) unless ``--no-builtin-patterns``, and every exact string given with ``--secret`` or in
+``--secrets-file`` (one per line; blank lines and lines starting with ``#`` are skipped). Matches
+are printed masked, so the report itself does not spread the secret.
+
+Exit status: 0 nothing found, 1 at least one leak, 2 the input could not be read or understood
+(one line on stderr says why).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import binascii
+import dataclasses
+import json
+import math
+import re
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final, Literal, TextIO
+
+from . import redaction, semconv
+from .content import BUILTIN_SECRET_PATTERNS
+
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_CLEAN",
+    "EXIT_LEAK",
+    "AuditInputError",
+    "AuditReport",
+    "AuditSpan",
+    "Leak",
+    "SpanEvent",
+    "ToolCall",
+    "add_arguments",
+    "audit_file",
+    "audit_spans",
+    "load_traces",
+    "render_json",
+    "render_text",
+    "run",
+]
+
+EXIT_CLEAN: Final = 0
+EXIT_LEAK: Final = 1
+EXIT_BAD_INPUT: Final = 2
+
+Format = Literal["otlp-json", "jaeger-json"]
+
+_LEDGER_PREFIX: Final = redaction.APPLIED.rsplit(".", 1)[0] + "."  # flowra.redaction.
+_MAX_JSON_DEPTH: Final = 8
+_STATUS_NAMES: Final = {0: "UNSET", 1: "OK", 2: "ERROR"}
+_JAEGER_STATUS_TAGS: Final = frozenset({"otel.status_code", "otel.status_description", "error"})
+_JAEGER_META_TAGS: Final = frozenset(
+    {"span.kind", "otel.scope.name", "otel.scope.version", "otel.library.name", "otel.library.version"}
+)
+_NON_TRACE_KEYS: Final = ("resourceMetrics", "resource_metrics", "resourceLogs", "resource_logs")
+
+
+class AuditInputError(Exception):
+    """The file cannot be read or is not a trace export this command understands (exit 2)."""
+
+
+# --------------------------------------------------------------------------------- the data
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SpanEvent:
+    name: str
+    attributes: dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AuditSpan:
+    """One span, whichever format it came from; ids are lowercase hex."""
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    name: str
+    attributes: dict[str, Any]
+    events: tuple[SpanEvent, ...] = ()
+    link_attributes: tuple[dict[str, Any], ...] = ()
+    status_code: str = "UNSET"
+    """``UNSET``, ``OK`` or ``ERROR``."""
+    status_message: str = ""
+    service_name: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ToolCall:
+    """An ``execute_tool`` span and its redaction ledger (the ``flowra.redaction.*`` attributes)."""
+
+    trace_id: str
+    span_id: str
+    tool_name: str
+    call_id: str | None
+    status: str
+    """``ok`` or ``error``."""
+    error_type: str | None
+    end_reason: str | None
+    agent_name: str | None
+    ledger: dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Leak:
+    """A span value matching a secret pattern or a given secret; ``preview`` is masked."""
+
+    trace_id: str
+    span_id: str
+    span_name: str
+    where: str
+    """``span name``, ``attribute <key>``, ``event <name>``, ``event <name> attribute <key>``,
+    ``link attribute <key>`` or ``status message``."""
+    kind: str
+    """The built-in pattern's name (``api_key``...) or ``given_secret``."""
+    preview: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AuditReport:
+    path: str
+    format: str
+    trace_count: int
+    span_count: int
+    tool_calls: tuple[ToolCall, ...]
+    leaks: tuple[Leak, ...]
+    patterns: tuple[str, ...]
+    given_secrets: int
+
+    @property
+    def clean(self) -> bool:
+        return not self.leaks
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CLEAN if self.clean else EXIT_LEAK
+
+
+# --------------------------------------------------------------------------------- reading
+
+
+def load_traces(path: str | Path) -> tuple[Format, list[AuditSpan]]:
+    """Every span of an OTLP JSON (lines) or Jaeger JSON file, and which format it was.
+
+    Raises:
+        AuditInputError: missing or unreadable file, not JSON, or JSON of another shape.
+    """
+    name = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise AuditInputError(f"{name}: no such file") from None
+    except UnicodeDecodeError:
+        raise AuditInputError(f"{name}: not UTF-8 text (expected OTLP JSON or Jaeger JSON)") from None
+    except OSError as exc:
+        raise AuditInputError(f"{name}: cannot read: {exc.strerror or exc}") from None
+    if not text.strip():
+        raise AuditInputError(f"{name}: empty file (expected OTLP JSON or Jaeger JSON traces)")
+
+    documents = _json_documents(name, text)
+    formats: set[Format] = set()
+    spans: list[AuditSpan] = []
+    saw_traces = False
+    for where, document in documents:
+        kind = _document_kind(name, where, document)
+        if kind is None:
+            continue
+        saw_traces = True
+        formats.add(kind)
+        if kind == "otlp-json":
+            spans.extend(_otlp_spans(name, where, _otlp_root(document)))
+        else:
+            spans.extend(_jaeger_spans(name, where, document))
+    if not saw_traces:
+        raise AuditInputError(f"{name}: holds no traces (only metrics or logs)")
+    return ("jaeger-json" if formats == {"jaeger-json"} else "otlp-json"), spans
+
+
+def _json_documents(name: str, text: str) -> list[tuple[str, Any]]:
+    """The file as one JSON document, or as JSON lines (the Collector's file exporter)."""
+    try:
+        whole = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.msg != "Extra data":
+            raise AuditInputError(f"{name}: not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    else:
+        if isinstance(whole, list):
+            return [(f"item {i}", item) for i, item in enumerate(whole)]
+        return [("", whole)]
+    documents: list[tuple[str, Any]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            documents.append((f"line {number}", json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise AuditInputError(f"{name}: line {number} is not JSON ({exc.msg}, column {exc.colno})") from None
+    return documents
+
+
+def _document_kind(name: str, where: str, document: Any) -> Format | None:
+    prefix = f"{name}: {where + ': ' if where else ''}"
+    if isinstance(document, dict):
+        if _first(document, "resourceSpans", "resource_spans") is not None:
+            return "otlp-json"
+        result = document.get("result")
+        if isinstance(result, dict) and _first(result, "resourceSpans", "resource_spans") is not None:
+            return "otlp-json"  # Jaeger's API v3 wraps OTLP JSON in {"result": ...}
+        if isinstance(document.get("data"), list):
+            return "jaeger-json"
+        if any(key in document for key in _NON_TRACE_KEYS):
+            return None
+        keys = ", ".join(sorted(str(k) for k in document)[:6]) or "none"
+        raise AuditInputError(
+            f"{prefix}JSON of an unknown shape: expected OTLP JSON (resourceSpans) or Jaeger JSON (data), "
+            f"found an object with keys: {keys}"
+        )
+    raise AuditInputError(
+        f"{prefix}JSON of an unknown shape: expected OTLP JSON (resourceSpans) or Jaeger JSON (data), "
+        f"found {_json_type(document)}"
+    )
+
+
+def _otlp_root(document: dict[str, Any]) -> dict[str, Any]:
+    if _first(document, "resourceSpans", "resource_spans") is None:
+        result: dict[str, Any] = document["result"]
+        return result
+    return document
+
+
+# --- OTLP JSON --------------------------------------------------------------------------------
+
+
+def _otlp_spans(name: str, where: str, document: dict[str, Any]) -> Iterator[AuditSpan]:
+    at = f"{name}: {where + ': ' if where else ''}"
+    for i, resource_spans in enumerate(_list(at, "resourceSpans", _first(document, "resourceSpans", "resource_spans"))):
+        rs = _object(at, f"resourceSpans[{i}]", resource_spans)
+        resource = _object(at, f"resourceSpans[{i}].resource", rs.get("resource") or {})
+        resource_attrs = _otlp_attributes(at, resource.get("attributes"))
+        service = resource_attrs.get("service.name")
+        scopes = _first(rs, "scopeSpans", "scope_spans", "instrumentationLibrarySpans")
+        for j, scope_spans in enumerate(_list(at, f"resourceSpans[{i}].scopeSpans", scopes)):
+            ss = _object(at, f"resourceSpans[{i}].scopeSpans[{j}]", scope_spans)
+            for k, raw in enumerate(_list(at, f"resourceSpans[{i}].scopeSpans[{j}].spans", ss.get("spans"))):
+                span = _object(at, f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]", raw)
+                yield _otlp_span(at, span, str(service) if service is not None else None)
+
+
+def _otlp_span(at: str, span: dict[str, Any], service: str | None) -> AuditSpan:
+    status = span.get("status") or {}
+    code = status.get("code", 0) if isinstance(status, dict) else 0
+    events = tuple(
+        SpanEvent(str(ev.get("name", "")), _otlp_attributes(at, ev.get("attributes")))
+        for ev in (_object(at, "event", e) for e in _list(at, "events", span.get("events")))
+    )
+    links = tuple(
+        _otlp_attributes(at, _object(at, "link", link).get("attributes"))
+        for link in _list(at, "links", span.get("links"))
+    )
+    return AuditSpan(
+        trace_id=_span_id(_first(span, "traceId", "trace_id")) or "",
+        span_id=_span_id(_first(span, "spanId", "span_id")) or "",
+        parent_span_id=_span_id(_first(span, "parentSpanId", "parent_span_id")),
+        name=str(span.get("name", "")),
+        attributes=_otlp_attributes(at, span.get("attributes")),
+        events=events,
+        link_attributes=links,
+        status_code=_status_name(code),
+        status_message=str(status.get("message", "")) if isinstance(status, dict) else "",
+        service_name=service,
+    )
+
+
+def _otlp_attributes(at: str, raw: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in _list(at, "attributes", raw):
+        kv = _object(at, "attribute", item)
+        out[str(kv.get("key", ""))] = _any_value(kv.get("value"))
+    return out
+
+
+def _any_value(value: Any) -> Any:
+    """An OTLP JSON ``AnyValue`` as a Python value (arrays as lists, kvlists as dicts)."""
+    if not isinstance(value, dict):
+        return value
+    for key, decode in _ANY_VALUE_FIELDS:
+        if key in value:
+            return decode(value[key])
+    return None
+
+
+def _int_value(raw: Any) -> Any:
+    try:
+        return int(raw)
+    except (TypeError, ValueError):
+        return raw
+
+
+def _double_value(raw: Any) -> Any:
+    try:
+        return float(raw)  # "NaN" / "Infinity" are how JSON spells those
+    except (TypeError, ValueError):
+        return raw
+
+
+def _array_value(raw: Any) -> list[Any]:
+    values = raw.get("values", []) if isinstance(raw, dict) else []
+    return [_any_value(v) for v in values] if isinstance(values, list) else []
+
+
+def _kvlist_value(raw: Any) -> dict[str, Any]:
+    values = raw.get("values", []) if isinstance(raw, dict) else []
+    if not isinstance(values, list):
+        return {}
+    return {str(kv.get("key", "")): _any_value(kv.get("value")) for kv in values if isinstance(kv, dict)}
+
+
+_ANY_VALUE_FIELDS: Final = (
+    ("stringValue", str),
+    ("string_value", str),
+    ("boolValue", bool),
+    ("bool_value", bool),
+    ("intValue", _int_value),
+    ("int_value", _int_value),
+    ("doubleValue", _double_value),
+    ("double_value", _double_value),
+    ("arrayValue", _array_value),
+    ("array_value", _array_value),
+    ("kvlistValue", _kvlist_value),
+    ("kvlist_value", _kvlist_value),
+    ("bytesValue", str),
+    ("bytes_value", str),
+)
+
+
+def _status_name(code: Any) -> str:
+    if isinstance(code, int):
+        return _STATUS_NAMES.get(code, "UNSET")
+    text = str(code).upper().removeprefix("STATUS_CODE_")
+    return text if text in ("UNSET", "OK", "ERROR") else "UNSET"
+
+
+# --- Jaeger JSON ------------------------------------------------------------------------------
+
+
+def _jaeger_spans(name: str, where: str, document: dict[str, Any]) -> Iterator[AuditSpan]:
+    at = f"{name}: {where + ': ' if where else ''}"
+    for i, raw_trace in enumerate(_list(at, "data", document.get("data"))):
+        trace = _object(at, f"data[{i}]", raw_trace)
+        processes = trace.get("processes") or {}
+        if not isinstance(processes, dict):
+            raise AuditInputError(f"{at}data[{i}].processes is {_json_type(processes)}, expected an object")
+        for k, raw in enumerate(_list(at, f"data[{i}].spans", trace.get("spans"))):
+            span = _object(at, f"data[{i}].spans[{k}]", raw)
+            process = processes.get(span.get("processID")) or span.get("process") or {}
+            service = process.get("serviceName") if isinstance(process, dict) else None
+            yield _jaeger_span(at, span, trace.get("traceID"), service)
+
+
+def _jaeger_span(at: str, span: dict[str, Any], trace_id: Any, service: Any) -> AuditSpan:
+    tags = _jaeger_tags(at, span.get("tags"))
+    parent: str | None = None
+    for ref in _list(at, "references", span.get("references")):
+        if isinstance(ref, dict) and ref.get("refType", "CHILD_OF") == "CHILD_OF":
+            parent = _span_id(ref.get("spanID"))
+            break
+    code = str(tags.get("otel.status_code", "")).upper()
+    if not code and tags.get("error") is True:
+        code = "ERROR"
+    events = []
+    for log in _list(at, "logs", span.get("logs")):
+        fields = _jaeger_tags(at, _object(at, "log", log).get("fields"))
+        event_name = str(fields.pop("event", ""))
+        events.append(SpanEvent(event_name, fields))
+    attributes = {k: v for k, v in tags.items() if k not in _JAEGER_STATUS_TAGS and k not in _JAEGER_META_TAGS}
+    return AuditSpan(
+        trace_id=_span_id(span.get("traceID") or trace_id) or "",
+        span_id=_span_id(span.get("spanID")) or "",
+        parent_span_id=parent,
+        name=str(span.get("operationName", "")),
+        attributes=attributes,
+        events=tuple(events),
+        status_code=code if code in ("OK", "ERROR") else "UNSET",
+        status_message=str(tags.get("otel.status_description", "")),
+        service_name=str(service) if service is not None else None,
+    )
+
+
+def _jaeger_tags(at: str, raw: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in _list(at, "tags", raw):
+        tag = _object(at, "tag", item)
+        out[str(tag.get("key", ""))] = tag.get("value")
+    return out
+
+
+# --- shared helpers ---------------------------------------------------------------------------
+
+
+def _first(obj: Mapping[str, Any], *keys: str) -> Any:
+    for key in keys:
+        if key in obj:
+            return obj[key]
+    return None
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a number"
+
+
+def _list(at: str, what: str, value: Any) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise AuditInputError(f"{at}{what} is {_json_type(value)}, expected an array")
+    return value
+
+
+def _object(at: str, what: str, value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise AuditInputError(f"{at}{what} is {_json_type(value)}, expected an object")
+    return value
+
+
+_HEX: Final = re.compile(r"[0-9a-fA-F]+")
+
+
+def _span_id(value: Any) -> str | None:
+    """Hex (OTLP JSON, Jaeger) or base64 (protobuf JSON mapping) id -> lowercase hex; None if empty."""
+    if not value or not isinstance(value, str):
+        return None
+    if len(value) % 2 == 0 and _HEX.fullmatch(value):
+        return value.lower()
+    try:
+        return base64.b64decode(value, validate=True).hex()
+    except (binascii.Error, ValueError):
+        return value
+
+
+# --------------------------------------------------------------------------------- auditing
+
+
+def audit_spans(
+    spans: Iterable[AuditSpan], *, secrets: Sequence[str] = (), builtin_patterns: bool = True
+) -> tuple[list[ToolCall], list[Leak]]:
+    """The tool calls (``execute_tool`` spans, with their ledger) and the leaks among ``spans``."""
+    patterns = [(n, re.compile(p)) for n, p in BUILTIN_SECRET_PATTERNS.items()] if builtin_patterns else []
+    needles = [s for s in dict.fromkeys(secrets) if s]
+    tool_calls: list[ToolCall] = []
+    leaks: list[Leak] = []
+    for span in spans:
+        if span.attributes.get(semconv.GEN_AI_OPERATION_NAME) == semconv.OP_EXECUTE_TOOL:
+            tool_calls.append(_tool_call(span))
+        seen: set[tuple[str, str]] = set()
+        for where, text in _span_texts(span):
+            for kind, match in _matches(text, patterns, needles):
+                if (where, kind) in seen:
+                    continue
+                seen.add((where, kind))
+                leaks.append(Leak(span.trace_id, span.span_id, span.name, where, kind, _mask(match)))
+    return tool_calls, leaks
+
+
+def _tool_call(span: AuditSpan) -> ToolCall:
+    attrs = span.attributes
+    ledger = {k: _ledger_value(v) for k, v in sorted(attrs.items()) if k.startswith(_LEDGER_PREFIX)}
+    error_type = attrs.get(semconv.ERROR_TYPE)
+    end_reason = attrs.get(semconv.FLOWRA_END_REASON)
+    call_id = attrs.get(semconv.GEN_AI_TOOL_CALL_ID)
+    agent = attrs.get(semconv.GEN_AI_AGENT_NAME)
+    tool_name = attrs.get(semconv.GEN_AI_TOOL_NAME) or span.name.removeprefix(semconv.OP_EXECUTE_TOOL).strip()
+    return ToolCall(
+        trace_id=span.trace_id,
+        span_id=span.span_id,
+        tool_name=str(tool_name),
+        call_id=str(call_id) if call_id is not None else None,
+        status="error" if span.status_code == "ERROR" or error_type is not None else "ok",
+        error_type=str(error_type) if error_type is not None else None,
+        end_reason=str(end_reason) if end_reason is not None else None,
+        agent_name=str(agent) if agent is not None else None,
+        ledger=ledger,
+    )
+
+
+def _ledger_value(value: Any) -> Any:
+    """Jaeger carries array attributes as JSON text: give the ledger's lists back their shape."""
+    if isinstance(value, str) and value.startswith("["):
+        try:
+            decoded = json.loads(value)
+        except json.JSONDecodeError:
+            return value
+        if isinstance(decoded, list):
+            return decoded
+    return value
+
+
+def _span_texts(span: AuditSpan) -> Iterator[tuple[str, str]]:
+    """(where, text) for every string a span carries, JSON-in-strings decoded too."""
+    yield "span name", span.name
+    for key, value in span.attributes.items():
+        for text in _strings(value):
+            yield f"attribute {key}", text
+    for event in span.events:
+        yield f"event {event.name}", event.name
+        for key, value in event.attributes.items():
+            for text in _strings(value):
+                yield f"event {event.name} attribute {key}", text
+    for link in span.link_attributes:
+        for key, value in link.items():
+            for text in _strings(value):
+                yield f"link attribute {key}", text
+    if span.status_message:
+        for text in _strings(span.status_message):
+            yield "status message", text
+
+
+def _strings(value: Any, depth: int = 0) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+        if depth < _MAX_JSON_DEPTH and value[:1] in ("{", "[", '"'):
+            try:
+                decoded = json.loads(value)
+            except (json.JSONDecodeError, RecursionError):
+                return
+            if decoded != value:
+                yield from _strings(decoded, depth + 1)
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _strings(key, depth)
+            yield from _strings(item, depth)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item, depth)
+
+
+def _matches(
+    text: str, patterns: Sequence[tuple[str, re.Pattern[str]]], needles: Sequence[str]
+) -> Iterator[tuple[str, str]]:
+    for name, pattern in patterns:
+        found = pattern.search(text)
+        if found:
+            yield name, found.group(0)
+    for needle in needles:
+        if needle in text:
+            yield "given_secret", needle
+
+
+def _mask(secret: str) -> str:
+    keep = 4 if len(secret) >= 12 else 1
+    return f"{secret[:keep]}…[{len(secret)} chars]"
+
+
+def audit_file(path: str | Path, *, secrets: Sequence[str] = (), builtin_patterns: bool = True) -> AuditReport:
+    """Load and audit one export file.
+
+    Raises:
+        AuditInputError: see `load_traces`.
+    """
+    fmt, spans = load_traces(path)
+    tool_calls, leaks = audit_spans(spans, secrets=secrets, builtin_patterns=builtin_patterns)
+    return AuditReport(
+        path=str(path),
+        format=fmt,
+        trace_count=len({s.trace_id for s in spans}),
+        span_count=len(spans),
+        tool_calls=tuple(tool_calls),
+        leaks=tuple(leaks),
+        patterns=tuple(BUILTIN_SECRET_PATTERNS) if builtin_patterns else (),
+        given_secrets=len([s for s in dict.fromkeys(secrets) if s]),
+    )
+
+
+# --------------------------------------------------------------------------------- output
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, str | int | float):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def render_text(report: AuditReport) -> str:
+    label = {"otlp-json": "OTLP JSON", "jaeger-json": "Jaeger JSON"}.get(report.format, report.format)
+    lines = [
+        f"flowra-otel audit: {report.path} ({label}: {report.trace_count} trace(s), {report.span_count} span(s))",
+        "",
+        f"tool calls: {len(report.tool_calls)}",
+    ]
+    for call in report.tool_calls:
+        status = call.status
+        if call.error_type:
+            status += f" ({call.error_type})"
+        if call.end_reason:
+            status += f" end_reason={call.end_reason}"
+        lines.append(
+            f"  {call.tool_name}  call_id={call.call_id or '-'}  status={status}"
+            f"  trace_id={call.trace_id}  span_id={call.span_id}"
+        )
+        if call.ledger:
+            lines.append("    redaction ledger:")
+            lines.extend(f"      {key} = {_format_value(value)}" for key, value in call.ledger.items())
+        else:
+            lines.append("    redaction ledger: none (no hook changed the arguments or the result)")
+    lines.append("")
+    checked = f"{len(report.patterns)} built-in pattern(s), {report.given_secrets} given secret(s)"
+    if report.clean:
+        lines.append(f"leaks: none found (checked {checked})")
+        lines.append("result: clean")
+    else:
+        lines.append(f"leaks: {len(report.leaks)} (checked {checked})")
+        lines.extend(
+            f"  LEAK {leak.kind}: span {leak.span_name!r} (trace_id={leak.trace_id} span_id={leak.span_id})"
+            f" {leak.where}: {leak.preview}"
+            for leak in report.leaks
+        )
+        lines.append(f"result: LEAK ({len(report.leaks)} finding(s))")
+    return "\n".join(lines) + "\n"
+
+
+def render_json(report: AuditReport) -> str:
+    document = {
+        "file": report.path,
+        "format": report.format,
+        "traces": report.trace_count,
+        "spans": report.span_count,
+        "patterns": list(report.patterns),
+        "given_secrets": report.given_secrets,
+        "tool_calls": [dataclasses.asdict(call) for call in report.tool_calls],
+        "leaks": [dataclasses.asdict(leak) for leak in report.leaks],
+        "clean": report.clean,
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+# --------------------------------------------------------------------------------- command line
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="exported traces: OTLP JSON (lines) or Jaeger JSON")
+    parser.add_argument(
+        "--secret",
+        action="append",
+        default=[],
+        metavar="S",
+        help="an exact string that must not appear in any span (repeatable)",
+    )
+    parser.add_argument(
+        "--secrets-file",
+        metavar="F",
+        help="a file of such strings, one per line (blank lines and lines starting with # are skipped)",
+    )
+    parser.add_argument(
+        "--no-builtin-patterns",
+        action="store_true",
+        help="do not look for the built-in secret shapes (API keys, bearer tokens, e-mails, card numbers)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def _read_secrets(path: str) -> list[str]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise AuditInputError(f"{path}: no such secrets file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AuditInputError(f"{path}: cannot read the secrets file: {exc}") from None
+    return [line.rstrip("\r") for line in text.split("\n") if line.strip() and not line.startswith("#")]
+
+
+def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    """The ``audit`` subcommand; returns the exit status."""
+    out = stdout if stdout is not None else sys.stdout
+    err = stderr if stderr is not None else sys.stderr
+    try:
+        secrets = list(args.secret)
+        if any(not s for s in secrets):
+            raise AuditInputError("--secret must not be empty")
+        if args.secrets_file:
+            secrets.extend(_read_secrets(args.secrets_file))
+        report = audit_file(args.file, secrets=secrets, builtin_patterns=not args.no_builtin_patterns)
+    except AuditInputError as exc:
+        err.write(f"flowra-otel audit: error: {exc}\n")
+        return EXIT_BAD_INPUT
+    out.write(render_json(report) if args.json else render_text(report))
+    return report.exit_code
