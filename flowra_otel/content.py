@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
@@ -30,6 +31,11 @@ from flowra.llm import (
 from .attributes import finish_reason
 
 type Redactor = Callable[[str], str]
+
+logger = logging.getLogger("flowra_otel")
+
+REDACTION_FAILED: Final = "[flowra_otel: redaction failed; content withheld]"
+"""Put in place of content when ``redact=`` raised: without a working redactor nothing is shown."""
 
 TRUNCATION_MARKER: Final = "…[flowra_otel: truncated {dropped} of {total} chars]"
 DEFAULT_MAX_CONTENT_LENGTH: Final = 32_768
@@ -89,14 +95,29 @@ class ContentPolicy:
         """The one way content becomes an attribute value: JSON (unless already a string),
         scrubbed, then truncated with a visible marker."""
         text = value if isinstance(value, str) else dumps(value)
-        text = self.clean(text)
-        return self.truncate(text)
+        try:
+            text = self.clean(text)
+        except Exception:
+            # The user's redactor failed: it cannot vouch for this value, so it is withheld, and the
+            # span still ends normally (a raise here would leave it open).
+            logger.exception("flowra_otel: redact= raised; the content is withheld from the span")
+            return REDACTION_FAILED
+        return utf8_safe(self.truncate(text))
 
     def truncate(self, text: str) -> str:
         limit = self.max_length
         if limit is None or len(text) <= limit:
             return text
         return text[:limit] + TRUNCATION_MARKER.format(dropped=len(text) - limit, total=len(text))
+
+
+_SURROGATES: Final = re.compile("[\ud800-\udfff]")
+
+
+def utf8_safe(text: str) -> str:
+    """Lone surrogates (from ``surrogateescape`` decoding, or sliced emoji) cannot be encoded as
+    UTF-8, so OTLP exporters fail on them: each becomes U+FFFD, the rest is kept as is."""
+    return _SURROGATES.sub("\ufffd", text) if _SURROGATES.search(text) else text
 
 
 def _default(obj: Any) -> Any:

@@ -90,7 +90,12 @@ class TraceOptions:
 def _apply_override(override: NameOverride | None, key: str) -> str | None:
     if override is None:
         return None
-    value = override.get(key) if isinstance(override, Mapping) else override(key)
+    try:
+        value = override.get(key) if isinstance(override, Mapping) else override(key)
+    except Exception:
+        # A failing user callable costs the override, not the spans: the default name is kept.
+        logger.exception("flowra_otel: name override raised for %r; the default name is used", key)
+        return None
     return value if isinstance(value, str) and value else None
 
 

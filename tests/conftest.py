@@ -65,7 +65,9 @@ def otel_hooks(make_otel_hooks: Callable[..., OtelHooks]) -> OtelHooks:
 def no_internal_errors(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
     caplog.set_level(logging.WARNING, logger="flowra_otel")
     yield
-    errors = [r for r in caplog.records if r.name.startswith("flowra_otel") and r.levelno >= logging.ERROR]
+    # The teardown phase has its own records: look at what setup and the test itself logged.
+    records = caplog.get_records("setup") + caplog.get_records("call")
+    errors = [r for r in records if r.name.startswith("flowra_otel") and r.levelno >= logging.ERROR]
     expected = getattr(caplog, "flowra_otel_expected_errors", 0)
     if len(errors) != expected:
         pytest.fail(f"flowra_otel logged {len(errors)} internal error(s), expected {expected}: {errors}")
