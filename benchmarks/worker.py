@@ -64,6 +64,7 @@ class Setup:
         self.name = name
         self.run = run
         self.sdk = sdk
+        self.metric_records: int | None = None  # rawmetrics: histogram records per run
 
     def before_block(self) -> None:
         if self.name not in PLUGIN_VARIANTS:
@@ -102,8 +103,11 @@ async def make_setup(variant: str) -> Setup:
 
         if variant == "unpatched" and not (callable(getattr(patches, "uninstall", None))):
             raise RuntimeError("flowra_otel.patches.uninstall() is not available")
-        tracer_provider, meter_provider = _noop_providers()
-        OtelHooks(tracer_provider=tracer_provider, meter_provider=meter_provider)  # patches flowra; unused
+        # Any OtelHooks that can record patches flowra for the whole process; this one is unused.
+        # (One with no-op tracer *and* meter providers patches nothing, so it would not do.)
+        from opentelemetry.sdk.trace import TracerProvider
+
+        OtelHooks(tracer_provider=TracerProvider(), meter_provider=_noop_providers()[1])
         if type(HookRegistry.__dict__["emit"]) is types.FunctionType:
             raise RuntimeError("creating an OtelHooks did not patch HookRegistry.emit")
     elif variant == "recording":
@@ -163,7 +167,9 @@ async def _raw_setup(variant: str) -> Setup:
             workload.record_raw_metrics(histograms, records)
             return len(records)
 
-        return Setup(variant, run_metrics, sdk)
+        setup = Setup(variant, run_metrics, sdk)
+        setup.metric_records = len(records)
+        return setup
 
     tracer = sdk.tracer_provider.get_tracer("flowra_otel.benchmark.raw")
 
@@ -251,6 +257,7 @@ async def time_runs(variants: list[str], runs: int, warmup: int, block: int) -> 
         "gc_collections_per_run": {
             s.name: [n / timed for n in meter.collections.get(s.name, [0, 0, 0])] for s in setups
         },
+        "metric_records_per_run": {s.name: s.metric_records for s in setups if s.metric_records is not None},
         "flowra_otel_imported": imported,
     }
 
@@ -282,12 +289,12 @@ async def memory_runs(variant: str, runs: int, warmup: int, checkpoints: int = 2
         gc.collect()
         return tracemalloc.get_traced_memory()[0]
 
-    before = tracemalloc.take_snapshot()
     step = max(1, runs // checkpoints)
     marks = [*range(0, runs, step), runs]
     # Preallocated doubles: the measurement itself allocates nothing between checkpoints.
     xs = array.array("d", marks)
     ys = array.array("d", [0.0]) * len(marks)
+    before = tracemalloc.take_snapshot()
     ys[0] = traced_now()
     start = time.perf_counter()
     for index in range(1, len(marks)):

@@ -27,6 +27,7 @@ __all__ = [
     "CONTINUATION_TYPES",
     "DELTA_EVENTS",
     "INTERRUPTED_TYPE",
+    "SPAN_EVENTS",
     "TRACED_EVENTS",
     "AgentRuntime",
     "Engine",
@@ -66,6 +67,18 @@ TRACED_EVENTS: Final[tuple[type[Any], ...]] = (
 )
 """The tool-loop events the plugin subscribes to. Never the delta events: a handler for those
 switches flowra to streaming, and tracing must not change how the agent behaves."""
+
+SPAN_EVENTS: Final[tuple[type[Any], ...]] = (
+    _events.UserMessageEvent,
+    _events.MessageAcceptedEvent,
+    _events.BeforeLLMCallEvent,
+    _events.AfterLLMCallEvent,
+    _events.BeforeToolCallEvent,
+    _events.AfterToolCallEvent,
+)
+"""The events that start, feed or end a span: the only ones the plugin subscribes to. The other
+tool-loop events (iteration start, text/thinking blocks, result message) carry nothing a span
+needs, so they cost the plugin nothing."""
 
 DELTA_EVENTS: Final[tuple[type[Any], ...]] = (_events.TextDeltaEvent, _events.ThinkingDeltaEvent)
 """Streaming chunks. Seen through the patched ``emit`` (for time to first chunk), never subscribed."""

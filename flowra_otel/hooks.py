@@ -15,12 +15,12 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from opentelemetry import metrics, trace
-from opentelemetry.metrics import Meter, MeterProvider
-from opentelemetry.trace import Tracer, TracerProvider
+from opentelemetry.metrics import Meter, MeterProvider, NoOpMeterProvider
+from opentelemetry.trace import NoOpTracerProvider, Tracer, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
 from . import patches, semconv
-from ._flowra import DELTA_EVENTS, TRACED_EVENTS, HookContext, HookRegistry
+from ._flowra import DELTA_EVENTS, SPAN_EVENTS, TRACED_EVENTS, HookContext, HookRegistry
 from .content import DEFAULT_MAX_CONTENT_LENGTH, ContentPolicy, Redactor
 from .instruments import Instruments
 from .options import (
@@ -67,7 +67,7 @@ class OtelHooks:
         TypeError: an option of the wrong type, at construction, never mid-run.
     """
 
-    __slots__ = ("_auto", "_instruments", "_options", "_tracer")
+    __slots__ = ("_auto", "_disabled", "_instruments", "_options", "_tracer")
 
     def __init__(
         self,
@@ -107,7 +107,14 @@ class OtelHooks:
         )
         self._instruments = Instruments(meter)
         self._auto = False  # True only for the zero-code instrumentor's instance
-        patches.install()
+        # Explicit no-op providers for both signals: nothing could ever be recorded, so subscribe
+        # to nothing and patch nothing (tracing "off" then costs nothing). The global providers
+        # are not judged here: a proxy may become real after this object is built.
+        self._disabled = isinstance(tracer_provider, NoOpTracerProvider) and isinstance(
+            meter_provider, NoOpMeterProvider
+        )
+        if not self._disabled:
+            patches.install()
 
     @property
     def tracer(self) -> Tracer:
@@ -130,8 +137,11 @@ class OtelHooks:
         """
         if not self._auto:
             _drop_auto_handlers(registry)
-        for event_type in TRACED_EVENTS:
+        if self._disabled:
+            return
+        for event_type in SPAN_EVENTS:
             registry.on(event_type, self._on_event)
+        patches.note_registration()
 
     @staticmethod
     def child_registry(

@@ -9,6 +9,11 @@ from __future__ import annotations
 from typing import Final
 
 from opentelemetry.metrics import Counter, Histogram, Meter
+from opentelemetry.util.types import AttributeValue
+
+from . import semconv
+
+type MetricAttributes = dict[str, AttributeValue]
 
 DURATION_BUCKETS: Final = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92]
 AGENT_DURATION_BUCKETS: Final = [0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 51.2, 102.4, 204.8, 409.6]
@@ -46,6 +51,7 @@ class Instruments:
     """One set of instruments per ``OtelHooks`` (per meter provider)."""
 
     __slots__ = (
+        "_chat_attrs",
         "agent_duration",
         "agent_inference_calls",
         "agent_tool_calls",
@@ -59,6 +65,7 @@ class Instruments:
     )
 
     def __init__(self, meter: Meter) -> None:
+        self._chat_attrs: dict[tuple[str, str], tuple[MetricAttributes, MetricAttributes, MetricAttributes]] = {}
         self.token_usage: Histogram = meter.create_histogram(
             GEN_AI_CLIENT_TOKEN_USAGE,
             unit="{token}",
@@ -116,3 +123,26 @@ class Instruments:
             unit="{redaction}",
             description="Tool arguments or results changed by a hook before they were recorded.",
         )
+
+    def chat_attributes(self, provider: str, model: str) -> tuple[MetricAttributes, MetricAttributes, MetricAttributes]:
+        """(base, input-token, output-token) attributes of a chat's metrics, built once per model.
+
+        Bounded by the number of distinct (provider, model) pairs an app uses; the dicts are
+        never mutated after this.
+        """
+        key = (provider, model)
+        cached = self._chat_attrs.get(key)
+        if cached is None:
+            base: MetricAttributes = {
+                semconv.GEN_AI_OPERATION_NAME: semconv.OP_CHAT,
+                semconv.GEN_AI_PROVIDER_NAME: provider,
+                semconv.GEN_AI_REQUEST_MODEL: model,
+            }
+            cached = (
+                base,
+                {**base, semconv.GEN_AI_TOKEN_TYPE: semconv.TOKEN_TYPE_INPUT},
+                {**base, semconv.GEN_AI_TOKEN_TYPE: semconv.TOKEN_TYPE_OUTPUT},
+            )
+            if len(self._chat_attrs) < 1024:
+                self._chat_attrs[key] = cached
+        return cached

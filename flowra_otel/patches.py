@@ -27,7 +27,7 @@ from opentelemetry import trace
 
 from . import durable
 from ._flowra import AgentRuntime, Engine, HookRegistry, LLMProvider
-from .span_book import SpanBook
+from .span_book import INTERESTING_EVENTS, SpanBook
 
 logger = logging.getLogger("flowra_otel")
 
@@ -47,12 +47,26 @@ def current_node() -> Any:
     return _CURRENT_NODE.get()
 
 
-async def _run_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-    return await _traced_run(wrapped, instance, args, kwargs, resume=False)
+_registrations = 0
+"""How many times an enabled ``OtelHooks`` subscribed to a registry in this process. While it
+is zero no run can produce a span, so runs skip the book (and every per-event cost) entirely."""
 
 
-async def _resume_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-    return await _traced_run(wrapped, instance, args, kwargs, resume=True)
+def note_registration() -> None:
+    global _registrations  # noqa: PLW0603 - one process-wide counter, only ever incremented
+    _registrations += 1
+
+
+def _run_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    if _registrations == 0 and _CURRENT_BOOK.get() is None:
+        return wrapped(*args, **kwargs)
+    return _traced_run(wrapped, instance, args, kwargs, resume=False)
+
+
+def _resume_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    if _registrations == 0 and _CURRENT_BOOK.get() is None:
+        return wrapped(*args, **kwargs)
+    return _traced_run(wrapped, instance, args, kwargs, resume=True)
 
 
 async def _traced_run(wrapped: Any, instance: Any, args: Any, kwargs: Any, *, resume: bool) -> Any:
@@ -91,10 +105,17 @@ def _finish(book: SpanBook | None, exc: BaseException | None) -> None:
         logger.exception("flowra_otel: could not end this run's spans cleanly")
 
 
-async def _execute_node_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+def _execute_node_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    """Not ``async``: outside a traced run it hands back flowra's own coroutine, untouched."""
     book = _CURRENT_BOOK.get()
     if book is None:
-        return await wrapped(*args, **kwargs)
+        return wrapped(*args, **kwargs)
+    return _traced_step(book, wrapped, args, kwargs)
+
+
+async def _traced_step(book: SpanBook, wrapped: Any, args: Any, kwargs: Any) -> Any:
+    # Runs inside the step's own task (the engine wraps this coroutine in a task), so the node
+    # set here is seen by exactly this step's events.
     node = args[0] if args else kwargs.get("node")
     token = _CURRENT_NODE.set(node)
     try:
@@ -115,12 +136,15 @@ def _step_ended(book: SpanBook, node: Any, result: Any, exc: BaseException | Non
         logger.exception("flowra_otel: internal error at the end of a step; the agent is unaffected")
 
 
-async def _emit_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+def _emit_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    """Not ``async``: events the plugin does not trace get flowra's own coroutine, untouched."""
     book = _CURRENT_BOOK.get()
     if book is None or book.closed:
-        return await wrapped(*args, **kwargs)
+        return wrapped(*args, **kwargs)
     data = args[0] if args else kwargs.get("data")
-    return await book.emit(wrapped, instance, data, _CURRENT_NODE.get(), args, kwargs)
+    if type(data) not in INTERESTING_EVENTS:
+        return wrapped(*args, **kwargs)
+    return book.emit(wrapped, instance, data, _CURRENT_NODE.get(), args, kwargs)
 
 
 _PATCHES: tuple[tuple[type, str, Any], ...] = (

@@ -37,7 +37,7 @@ from ._flowra import (
     CONTINUATION_TYPES,
     DELTA_EVENTS,
     INTERRUPTED_TYPE,
-    TRACED_EVENTS,
+    SPAN_EVENTS,
     Event,
     HookRegistry,
     ToolLoopResult,
@@ -54,7 +54,9 @@ from .options import TraceOptions
 
 logger = logging.getLogger("flowra_otel")
 
-_TRACED = frozenset(TRACED_EVENTS)
+_TRACED = frozenset(SPAN_EVENTS)
+INTERESTING_EVENTS = frozenset(SPAN_EVENTS + DELTA_EVENTS)
+"""What the emit patch hands to the book; every other event goes straight to flowra."""
 _LEDGER_FIELDS: dict[type[Any], str] = {events.BeforeToolCallEvent: "tool_use", events.AfterToolCallEvent: "result"}
 """Tool events whose payload field hooks may replace, and whose changes the ledger records."""
 _DELTAS = frozenset(DELTA_EVENTS)
@@ -138,6 +140,7 @@ class AgentRecord:
         "node",
         "owner",
         "span",
+        "span_context",
         "start_ns",
         "tool_calls",
         "tools",
@@ -148,6 +151,7 @@ class AgentRecord:
         self.owner = owner
         self.node = node  # strong ref: keeps id(node) unique while the record lives
         self.span = span
+        self.span_context = trace.set_span_in_context(span)  # parent of its chat and tool spans
         self.start_ns = start_ns
         self.name = name
         self.chat: ChatRecord | None = None
@@ -199,6 +203,10 @@ class SpanBook:
             if cls in _DELTAS:
                 self._guard(self._on_chunk, node)
             return await wrapped(*args, **kwargs)
+        return await self._emit_traced(wrapped, registry, data, node, args, kwargs)
+
+    async def _emit_traced(self, wrapped: Wrapped, registry: Any, data: Any, node: Any, args: Any, kwargs: Any) -> Any:
+        cls = type(data)
         key = id(data)
         outer = self.frames.get(key)
         if outer is not None:  # forwarded by propagate_to: the outer emit owns it
@@ -224,7 +232,10 @@ class SpanBook:
             raise
         del self.frames[key]
         if frame.owner is not None:
-            self._guard(self._after_emit, frame, None)
+            try:
+                self._after_emit(frame, None)
+            except Exception:
+                logger.exception("flowra_otel: internal error after %s; the agent is unaffected", cls.__name__)
         if self.persist_pending:
             await self._persist()
         return result
@@ -502,7 +513,7 @@ class SpanBook:
         attrs.update(self._stamp(owner))
         span = owner.tracer.start_span(
             f"{semconv.OP_CHAT} {model}" if model else semconv.OP_CHAT,
-            context=trace.set_span_in_context(rec.span),
+            context=rec.span_context,
             kind=SpanKind.CLIENT,
             attributes=attrs,
             start_time=frame.start_ns,
@@ -563,25 +574,15 @@ class SpanBook:
                 )
         etype = _record_end(span, error=error, reason=reason, render=owner.options.renderer)
         span.end(end_time=end)
-        base: attributes.Attributes = {
-            semconv.GEN_AI_OPERATION_NAME: semconv.OP_CHAT,
-            semconv.GEN_AI_PROVIDER_NAME: chat.provider,
-            semconv.GEN_AI_REQUEST_MODEL: chat.model,
-        }
         inst = owner.instruments
-        duration_attrs = dict(base)
-        if etype is not None:
-            duration_attrs[semconv.ERROR_TYPE] = etype
+        base, input_attrs, output_attrs = inst.chat_attributes(chat.provider, chat.model)
+        duration_attrs = base if etype is None else {**base, semconv.ERROR_TYPE: etype}
         inst.operation_duration.record((end - chat.start_ns) / 1e9, duration_attrs)
         if chat.first_chunk_ns is not None:
             inst.time_to_first_chunk.record((chat.first_chunk_ns - chat.start_ns) / 1e9, base)
         if usage is not None:
-            inst.token_usage.record(
-                attributes.total_input_tokens(usage), {**base, semconv.GEN_AI_TOKEN_TYPE: semconv.TOKEN_TYPE_INPUT}
-            )
-            inst.token_usage.record(
-                int(usage.output_tokens or 0), {**base, semconv.GEN_AI_TOKEN_TYPE: semconv.TOKEN_TYPE_OUTPUT}
-            )
+            inst.token_usage.record(attributes.total_input_tokens(usage), input_attrs)
+            inst.token_usage.record(int(usage.output_tokens or 0), output_attrs)
             if usage.cost_usd:
                 inst.cost.add(float(usage.cost_usd), base)
         return usage
@@ -658,7 +659,7 @@ class SpanBook:
         }
         span = owner.tracer.start_span(
             f"{semconv.OP_EXECUTE_TOOL} {name}",
-            context=trace.set_span_in_context(rec.span),
+            context=rec.span_context,
             kind=SpanKind.INTERNAL,
             attributes=attrs,
             start_time=frame.start_ns,
