@@ -38,7 +38,8 @@ VENV_093 = HERE / ".venv-flowra-0.0.93"
 FLOWRA_093 = "0.0.93"
 
 SPANS_PER_RUN = 42  # 1 invoke_agent + 21 chat + 20 execute_tool (checked by the workers)
-PLUGIN_VARIANTS = ("unpatched", "patched", "noop", "nometrics", "recording", "raw", "rawmetrics")
+PLUGIN_VARIANTS = ("unpatched", "patched", "nosdk", "nometrics", "recording", "raw", "rawmetrics")
+OFF_VARIANTS = ("offbare", "noop")
 
 TARGET_RECORDING = 8.0  # % over bare flowra, recording SDK
 TARGET_NOOP = 1.0  # % over bare flowra, tracing off
@@ -47,13 +48,15 @@ TARGET_MEM = 100.0  # bytes per run that b adds over bare flowra; one leaked spa
 
 LABELS = {
     "bare": "a0  bare flowra, before the patch (own processes; flowra_otel never imported)",
-    "unpatched": "a   bare flowra, patches taken off (patches.uninstall(); side by side with b-d)",
+    "unpatched": "a   bare flowra, patches taken off (patches.uninstall(); side by side with a'-f)",
     "patched": "a'  bare flowra, patches installed, no OtelHooks on its registry",
     "recording": "b   OtelHooks + recording SDK (BatchSpanProcessor->drop, MeterProvider+InMemoryMetricReader)",
-    "noop": "c   OtelHooks + NoOpTracerProvider() + NoOpMeterProvider()",
     "nometrics": "e   OtelHooks + b's recording TracerProvider + NoOpMeterProvider() (b without metrics)",
+    "nosdk": "g   OtelHooks enabled, tracer and meter providers that hand out no-op ones (no SDK work)",
     "raw": "d   raw SDK: the same 42 spans via start_span/set_attributes/end, no flowra",
-    "rawmetrics": "f   raw SDK: the same 86 histogram records via Histogram.record (b's meter set-up), no flowra",
+    "rawmetrics": "f   raw SDK: the same histogram records via Histogram.record on b's meter set-up, no flowra",
+    "offbare": "c0  bare flowra, side by side with c (flowra_otel imported, the no-op OtelHooks exists)",
+    "noop": "c   OtelHooks(NoOpTracerProvider(), NoOpMeterProvider()), no other OtelHooks in the process",
 }
 
 
@@ -166,38 +169,53 @@ def verdict(ok: bool) -> str:
 # ------------------------------------------------------------------------------------- timing
 
 
-def measure_plugin(plan: Plan) -> tuple[dict[str, Samples], bool]:
-    """Rounds of (plugin process, bare process), alternating which goes first."""
+METRIC_RECORDS: dict[str, int] = {}
+
+
+def measure_plugin(plan: Plan) -> tuple[dict[str, Samples], bool, bool]:
+    """Rounds of three processes (plugin, bare, tracing off), rotating which goes first.
+
+    Tracing off gets a process of its own: an ``OtelHooks`` with no-op providers may leave flowra
+    unpatched, which it could not show in a process where other ``OtelHooks`` record.
+    Returns the samples, whether ``a`` was measured (patches taken off), and whether creating the
+    no-op ``OtelHooks`` patched flowra.
+    """
     samples: dict[str, Samples] = {}
     variants = list(PLUGIN_VARIANTS)
     toggle = True
+    off_patched = False
     common = ["--runs", str(plan.runs), "--warmup", str(plan.warmup), "--block", str(plan.block)]
     for index in range(plan.rounds):
-        jobs = [["--variants", ",".join(variants)], ["--variants", "bare"]]
-        if index % 2:
-            jobs.reverse()
-        for job in jobs:
+        jobs = [list(PLUGIN_VARIANTS), ["bare"], list(OFF_VARIANTS)]
+        jobs = jobs[index % 3 :] + jobs[: index % 3]
+        for planned in jobs:
+            job = variants if planned[0] == "unpatched" else planned
             started = time.perf_counter()
             try:
-                result = run_worker(sys.executable, WORKER, ["time", *job, *common])
+                result = run_worker(sys.executable, WORKER, ["time", "--variants", ",".join(job), *common])
             except WorkerError as exc:
-                if "unpatched" not in variants or "uninstall" not in str(exc):
+                if "unpatched" not in job or "uninstall" not in str(exc):
                     raise
                 log("  flowra_otel.patches.uninstall() is unavailable: a is measured only in its own processes (a0)")
                 variants.remove("unpatched")
                 toggle = False
-                result = run_worker(sys.executable, WORKER, ["time", "--variants", ",".join(variants), *common])
+                job = list(variants)
+                result = run_worker(sys.executable, WORKER, ["time", "--variants", ",".join(job), *common])
+            if "noop" in job and result.get("flowra_patched_at_end"):
+                off_patched = True
+            METRIC_RECORDS.update(result.get("metric_records_per_run", {}))
             for name, cpu in result["cpu_ns"].items():
                 entry = samples.setdefault(name, Samples())
                 entry.add(cpu, result["wall_ns"][name])
                 entry.gc_ns_per_run.append(result["gc_ns_per_run"][name])
                 if result["spans_per_run"].get(name) is not None:
                     entry.spans_per_run = result["spans_per_run"][name]
+            what = "plugin" if "recording" in job else "bare" if job == ["bare"] else "tracing off"
             log(
-                f"  round {index + 1}/{plan.rounds}: {job[1]:<36} {time.perf_counter() - started:5.1f}s  "
+                f"  round {index + 1}/{plan.rounds}: {what:<12} {time.perf_counter() - started:5.1f}s  "
                 + "  ".join(f"{n}={statistics.median(c) / 1e6:.2f}ms" for n, c in result["cpu_ns"].items())
             )
-    return samples, toggle
+    return samples, toggle, off_patched
 
 
 def paired_round_ratios(samples: dict[str, Samples], num: str, den: str) -> list[float]:
@@ -293,14 +311,15 @@ def measure_093(plan: Plan, sdk_version: str) -> Result093:
 # ------------------------------------------------------------------------------------- report
 
 
-def report_timing(samples: dict[str, Samples], toggle: bool, plan: Plan) -> dict[str, float]:
+def report_timing(samples: dict[str, Samples], toggle: bool, off_patched: bool) -> dict[str, float]:
     base = "unpatched" if toggle else "bare"
     a = samples[base]
     out("Per-run time: median over all timed runs of each variant; CPU time of the worker process (all")
     out("its threads; immune to being pre-empted by other processes), wall-clock time, and the mean time")
     out("spent in the cyclic garbage collector per run (part of both)")
     out(f"  {'variant':<96} {'cpu ms':>7} {'wall ms':>8} {'gc ms':>6} {'spans':>6}  per-round cpu medians")
-    for name in ("bare", "unpatched", "patched", "recording", "noop", "nometrics", "raw", "rawmetrics"):
+    order = ("bare", "unpatched", "patched", "recording", "nometrics", "nosdk", "raw", "rawmetrics", "offbare", "noop")
+    for name in order:
         if name not in samples:
             continue
         s = samples[name]
@@ -309,14 +328,20 @@ def report_timing(samples: dict[str, Samples], toggle: bool, plan: Plan) -> dict
         gc_ms = f"{s.gc_ms:.2f}" if s.gc_ms is not None else "-"
         out(f"  {LABELS[name]:<96} {s.cpu_ms:7.3f} {s.wall_ms:8.3f} {gc_ms:>6} {spans:>6}  {rounds}")
     out()
-    b, c, d, p = samples["recording"], samples["noop"], samples["raw"], samples["patched"]
-    r_rec, r_noop, r_patch = b.cpu_ms / a.cpu_ms, c.cpu_ms / a.cpu_ms, p.cpu_ms / a.cpu_ms
+    b, d, f, p = samples["recording"], samples["raw"], samples["rawmetrics"], samples["patched"]
+    e, g = samples["nometrics"], samples["nosdk"]
+    c, c0, a0 = samples["noop"], samples["offbare"], samples["bare"]
+    # Tracing off against bare flowra side by side in its own process, unless the no-op OtelHooks
+    # patched flowra there too (then c0 is not bare: use a0, from processes of its own).
+    off_base, off_base_name = (a0, "a0") if off_patched else (c0, "c0")
+    r_rec, r_patch = b.cpu_ms / a.cpu_ms, p.cpu_ms / a.cpu_ms
+    r_noop = c.cpu_ms / off_base.cpu_ms
     per_span_plugin = (b.cpu_ms - a.cpu_ms) / SPANS_PER_RUN * 1e3
     per_span_raw = d.cpu_ms / SPANS_PER_RUN * 1e3
     per_span_ratio = per_span_plugin / per_span_raw
 
-    def spread(num: str) -> str:
-        ratios = paired_round_ratios(samples, num, base)
+    def spread(num: str, den: str = base) -> str:
+        ratios = paired_round_ratios(samples, num, den)
         return f"[per round {pct(min(ratios))} .. {pct(max(ratios))}]"
 
     which = "a (patches taken off, side by side)" if toggle else "a0 (own processes)"
@@ -326,19 +351,21 @@ def report_timing(samples: dict[str, Samples], toggle: bool, plan: Plan) -> dict
         f"{verdict((r_rec - 1) * 100 <= TARGET_RECORDING)}"
     )
     out(
-        f"  tracing off     (c-a)/a  = {pct(r_noop):>7}  {spread('noop'):<34} target <= +{TARGET_NOOP:.0f}%: "
+        f"  tracing off     (c-{off_base_name})/{off_base_name} = {pct(r_noop):>7}  "
+        f"{spread('noop', 'offbare' if not off_patched else 'bare'):<34} target <= +{TARGET_NOOP:.0f}%: "
         f"{verdict((r_noop - 1) * 100 <= TARGET_NOOP)}"
     )
+    if off_patched:
+        out("    (creating OtelHooks(NoOpTracerProvider(), NoOpMeterProvider()) patched flowra: c is against a0)")
     out(
-        f"  patches only    (a'-a)/a = {pct(r_patch):>7}  {spread('patched'):<34} (an untraced run, once any "
-        "OtelHooks exists in the process)"
+        f"  patches only    (a'-a)/a = {pct(r_patch):>7}  {spread('patched'):<34} (an untraced run, while another "
+        "OtelHooks records in the process)"
     )
     met = verdict(per_span_ratio <= TARGET_PER_SPAN)
     out(
         f"  per emitted span: plugin (b-a)/42 = {per_span_plugin:.1f} us, raw SDK d/42 = {per_span_raw:.1f} us "
         f"-> {per_span_ratio:.2f}x   target <= {TARGET_PER_SPAN}x: {met}"
     )
-    f = samples["rawmetrics"]
     floor = (d.cpu_ms + f.cpu_ms) / SPANS_PER_RUN * 1e3
     out(
         f"  the same against the raw SDK doing b's spans and metrics, (d+f)/42 = {floor:.1f} us: "
@@ -349,33 +376,31 @@ def report_timing(samples: dict[str, Samples], toggle: bool, plan: Plan) -> dict
         " take ~1.8x longer)"
     )
     out()
-    e = samples["nometrics"]
+    total = b.cpu_ms - a.cpu_ms
+    records = METRIC_RECORDS.get("rawmetrics", "?")
     parts = (
-        ("patches, on every run of the process (a'-a)", p.cpu_ms - a.cpu_ms),
-        ("plugin bookkeeping with no SDK work (c-a')", c.cpu_ms - p.cpu_ms),
-        ("spans: SDK work + the plugin's span calls (e-c)", e.cpu_ms - c.cpu_ms),
+        ("patches and per-run book, with no OtelHooks (a'-a)", p.cpu_ms - a.cpu_ms),
+        ("the plugin's own work per event, no SDK work (g-a')", g.cpu_ms - p.cpu_ms),
+        ("spans: SDK work + the plugin's span calls (e-g)", e.cpu_ms - g.cpu_ms),
         ("   of which the raw SDK cost of those 42 spans (d)", d.cpu_ms),
-        ("metrics: 86 histogram records per run (b-e)", b.cpu_ms - e.cpu_ms),
+        (f"metrics: {records} histogram records per run (b-e)", b.cpu_ms - e.cpu_ms),
         ("   of which the raw SDK cost of those records (f)", f.cpu_ms),
+        ("everything but the raw SDK work ((b-a)-d-f)", total - d.cpu_ms - f.cpu_ms),
     )
-    out(f"Where b's {b.cpu_ms - a.cpu_ms:.2f} ms per run over a goes (differences of medians, so approximate):")
+    out(f"Where b's {total:.2f} ms per run over a goes (differences of medians, so approximate):")
     for text, ms in parts:
-        out(f"  {text:<56} {ms:6.2f} ms  {ms / (b.cpu_ms - a.cpu_ms) * 100:5.1f}%")
-    rest = b.cpu_ms - a.cpu_ms - d.cpu_ms - f.cpu_ms
-    share = rest / (b.cpu_ms - a.cpu_ms) * 100
-    out(f"  {'everything but the raw SDK work ((b-a)-d-f)':<56} {rest:6.2f} ms  {share:5.1f}%")
-    if toggle and "bare" in samples:
+        out(f"  {text:<56} {ms:6.2f} ms  {ms / total * 100:5.1f}%")
+    if toggle:
         cross = paired_round_ratios(samples, "bare", "unpatched")
         out(
-            f"  cross-check a0/a = {samples['bare'].cpu_ms / a.cpu_ms:.3f} (same code in separate processes; "
+            f"  cross-check a0/a = {a0.cpu_ms / a.cpu_ms:.3f} (same code in separate processes; "
             f"per round {min(cross):.3f} .. {max(cross):.3f}: the process-to-process noise)"
         )
-        r0 = b.cpu_ms / samples["bare"].cpu_ms
-        out(f"  against a0 instead: recording {pct(r0)}, tracing off {pct(c.cpu_ms / samples['bare'].cpu_ms)}")
+        out(f"  against a0 instead: recording {pct(b.cpu_ms / a0.cpu_ms)}, tracing off {pct(c.cpu_ms / a0.cpu_ms)}")
     out()
     return {
         "overhead_nometrics": (e.cpu_ms / a.cpu_ms - 1) * 100,
-        "extra_ms_recording": b.cpu_ms - a.cpu_ms,
+        "extra_ms_recording": total,
         "extra_ms_nometrics": e.cpu_ms - a.cpu_ms,
         "overhead_recording": (r_rec - 1) * 100,
         "overhead_noop": (r_noop - 1) * 100,
@@ -383,8 +408,7 @@ def report_timing(samples: dict[str, Samples], toggle: bool, plan: Plan) -> dict
         "per_span_plugin_us": per_span_plugin,
         "per_span_raw_us": per_span_raw,
         "per_span_vs_raw": per_span_ratio,
-        "per_span_vs_raw_with_metrics": per_span_plugin
-        / ((d.cpu_ms + samples["rawmetrics"].cpu_ms) / SPANS_PER_RUN * 1e3),
+        "per_span_vs_raw_with_metrics": per_span_plugin / floor,
         "bare_ms": a.cpu_ms,
     }
 
@@ -492,7 +516,7 @@ def report_profiles(plan: Plan) -> None:
     out("cProfile (self time per run by package; cProfile inflates everything, compare the columns):")
     runs = max(20, plan.runs)
     results = {}
-    for variant in ("unpatched", "noop", "nometrics", "recording"):
+    for variant in ("unpatched", "nosdk", "nometrics", "recording"):
         results[variant] = run_worker(sys.executable, WORKER, ["profile", "--variant", variant, "--runs", str(runs)])
     packages = sorted({p for r in results.values() for p in r["by_package_ms_per_run"]})
     out(f"  {'package':<20}" + "".join(f"{v:>12}" for v in results))
@@ -548,9 +572,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     out()
 
-    log(f"[1/3] timing: {plan.rounds} rounds, each one plugin process (a, a', b, c, d) and one bare process (a0)")
-    samples, toggle = measure_plugin(plan)
-    ratios = report_timing(samples, toggle, plan)
+    log(
+        f"[1/3] timing: {plan.rounds} rounds, each a plugin process (a, a', b, e, g, d, f), a bare one (a0) "
+        "and a tracing-off one (c0, c)"
+    )
+    samples, toggle, off_patched = measure_plugin(plan)
+    ratios = report_timing(samples, toggle, off_patched)
 
     theirs: float | None = None
     result093: Result093 | None = None

@@ -1,6 +1,7 @@
 """One benchmark process on flowra 0.0.8, started by ``run.py``; prints one JSON object on stdout.
 
-    python benchmarks/worker.py time --variants unpatched,patched,noop,recording,raw --runs 100
+    python benchmarks/worker.py time --variants unpatched,patched,nosdk,nometrics,recording,raw,rawmetrics --runs 100
+    python benchmarks/worker.py time --variants offbare,noop --runs 100
     python benchmarks/worker.py time --variants bare --runs 100
     python benchmarks/worker.py memory --variant recording --runs 300
     python benchmarks/worker.py profile --variant recording --runs 200
@@ -8,6 +9,9 @@
 Variants:
 
 * ``bare``       flowra alone, in a process that never imports ``flowra_otel`` (checked).
+* ``noop``       ``OtelHooks(tracer_provider=NoOpTracerProvider(), meter_provider=NoOpMeterProvider())``,
+                 in a process where no other ``OtelHooks`` exists: tracing switched off.
+* ``offbare``    flowra alone, beside ``noop`` in that process.
 * ``unpatched``  flowra alone, in a process that uses the plugin, with its patches taken off
                  (``flowra_otel.patches.uninstall()``) for the length of each of its blocks:
                  the same code as ``bare``, measured side by side with the others.
@@ -15,7 +19,9 @@ Variants:
                  but none is on this runtime's registry.
 * ``recording``  ``OtelHooks`` with a recording SDK ``TracerProvider`` (``BatchSpanProcessor`` into
                  a dropping exporter) and an SDK ``MeterProvider`` with an ``InMemoryMetricReader``.
-* ``noop``       ``OtelHooks(tracer_provider=NoOpTracerProvider(), meter_provider=NoOpMeterProvider())``.
+* ``nosdk``      an enabled ``OtelHooks`` whose providers hand out no-op tracers and meters (not the
+                 API's no-op provider classes, which the plugin recognises): the plugin's own work
+                 with none of the SDK's.
 * ``nometrics``  ``recording``'s tracer provider with a ``NoOpMeterProvider``: ``recording`` minus
                  this is what the metrics cost.
 * ``raw``        no flowra: the 42 spans of one ``recording`` run (names, kinds, attributes,
@@ -51,8 +57,9 @@ from typing import Any
 import workload
 from flowra.agent import HookRegistry
 
-VARIANTS = ("bare", "unpatched", "patched", "recording", "noop", "nometrics", "raw", "rawmetrics")
-PLUGIN_VARIANTS = frozenset({"unpatched", "patched", "recording", "noop", "nometrics", "raw", "rawmetrics"})
+VARIANTS = ("bare", "offbare", "noop", "unpatched", "patched", "nosdk", "nometrics", "recording", "raw", "rawmetrics")
+PATCHED_VARIANTS = frozenset({"patched", "nosdk", "nometrics", "recording"})
+"""Variants of the plugin process that need the patches in (``unpatched`` blocks take them off)."""
 
 type RunFn = Callable[[], Awaitable[object]]
 
@@ -67,7 +74,7 @@ class Setup:
         self.metric_records: int | None = None  # rawmetrics: histogram records per run
 
     def before_block(self) -> None:
-        if self.name not in PLUGIN_VARIANTS:
+        if self.name != "unpatched" and self.name not in PATCHED_VARIANTS:
             return
         from flowra_otel import patches
 
@@ -120,12 +127,20 @@ async def make_setup(variant: str) -> Setup:
 
         sdk = workload.RecordingSdk.create()
         hooks.add(OtelHooks(tracer_provider=sdk.tracer_provider, meter_provider=_noop_providers()[1]))
+    elif variant == "nosdk":
+        from flowra_otel import OtelHooks
+
+        hooks.add(
+            OtelHooks(
+                tracer_provider=workload.OpaqueNoOpTracerProvider(), meter_provider=workload.OpaqueNoOpMeterProvider()
+            )
+        )
     elif variant == "noop":
         from flowra_otel import OtelHooks
 
         tracer_provider, meter_provider = _noop_providers()
         hooks.add(OtelHooks(tracer_provider=tracer_provider, meter_provider=meter_provider))
-    elif variant != "bare":
+    elif variant not in {"bare", "offbare"}:
         raise ValueError(f"unknown variant {variant!r}")
     runtime = await workload.build_runtime(hooks)
     setup = Setup(variant, lambda: workload.run_once(runtime), sdk)
@@ -249,6 +264,7 @@ async def time_runs(variants: list[str], runs: int, warmup: int, block: int) -> 
     imported = "flowra_otel" in sys.modules
     if variants == ["bare"] and imported:
         raise RuntimeError("the bare variant's process imported flowra_otel")
+    patched = type(HookRegistry.__dict__["emit"]) is not types.FunctionType
     return {
         "wall_ns": wall,
         "cpu_ns": cpu,
@@ -259,6 +275,7 @@ async def time_runs(variants: list[str], runs: int, warmup: int, block: int) -> 
         },
         "metric_records_per_run": {s.name: s.metric_records for s in setups if s.metric_records is not None},
         "flowra_otel_imported": imported,
+        "flowra_patched_at_end": patched,
     }
 
 

@@ -31,7 +31,7 @@ from flowra.llm import (
 )
 from flowra.runtime import AgentRuntime
 from flowra.tools import ToolRegistry, get_local_tool, tool
-from opentelemetry import trace
+from opentelemetry import metrics, trace
 from opentelemetry.metrics import Meter
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import Histogram, InMemoryMetricReader, MetricsData
@@ -263,3 +263,21 @@ def record_raw_metrics(histograms: dict[str, Any], records: Sequence[MetricRecor
     with a fresh attributes dict, as an instrumentation builds them."""
     for r in records:
         histograms[r.instrument].record(r.value, dict(r.attributes))
+
+
+# ------------------------------------------------------------------------------------------ no-op, opaque
+
+
+class OpaqueNoOpTracerProvider(trace.TracerProvider):
+    """Hands out no-op tracers without being ``NoOpTracerProvider``: an ``OtelHooks`` given it stays
+    enabled and does all its own work, while the spans cost nothing."""
+
+    def get_tracer(self, *args: Any, **kwargs: Any) -> Tracer:
+        return trace.NoOpTracer()
+
+
+class OpaqueNoOpMeterProvider(metrics.MeterProvider):
+    """The same for metrics: no-op meters from a provider the plugin cannot tell from a real one."""
+
+    def get_meter(self, *args: Any, **kwargs: Any) -> Meter:
+        return metrics.NoOpMeter("flowra_otel.benchmark")
