@@ -141,7 +141,6 @@ class OtelHooks:
             return
         for event_type in SPAN_EVENTS:
             registry.on(event_type, self._on_event)
-        patches.note_registration()
 
     @staticmethod
     def child_registry(

@@ -47,25 +47,15 @@ def current_node() -> Any:
     return _CURRENT_NODE.get()
 
 
-_registrations = 0
-"""How many times an enabled ``OtelHooks`` subscribed to a registry in this process. While it
-is zero no run can produce a span, so runs skip the book (and every per-event cost) entirely."""
-
-
-def note_registration() -> None:
-    global _registrations  # noqa: PLW0603 - one process-wide counter, only ever incremented
-    _registrations += 1
-
-
+# Every run gets a book once the patches are in: registries (and the OtelHooks on them) may be
+# created lazily inside a run (flowra 0.0.3's ToolLoopAgent makes its own registry; agents may
+# build isolated child registries in __init__), so "no OtelHooks registered yet" at run start
+# does not mean the run is untraced.
 def _run_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-    if _registrations == 0 and _CURRENT_BOOK.get() is None:
-        return wrapped(*args, **kwargs)
     return _traced_run(wrapped, instance, args, kwargs, resume=False)
 
 
 def _resume_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-    if _registrations == 0 and _CURRENT_BOOK.get() is None:
-        return wrapped(*args, **kwargs)
     return _traced_run(wrapped, instance, args, kwargs, resume=True)
 
 
