@@ -108,12 +108,22 @@ async def _traced_step(book: SpanBook, wrapped: Any, args: Any, kwargs: Any) -> 
     # set here is seen by exactly this step's events.
     node = args[0] if args else kwargs.get("node")
     token = _CURRENT_NODE.set(node)
+    # A tool-call step runs with its execute_tool span current, so spans the tool itself makes
+    # (an HTTP client, a database driver) nest under it. Attached and detached in this task.
+    tool_context = None
+    try:
+        tool_context = book.tool_context(node)
+    except Exception:
+        logger.exception("flowra_otel: could not look up the tool span of a step")
+    ctx_token = otel_context.attach(tool_context) if tool_context is not None else None
     try:
         result = await wrapped(*args, **kwargs)
     except BaseException as exc:
         _step_ended(book, node, None, exc)
         raise
     finally:
+        if ctx_token is not None:
+            otel_context.detach(ctx_token)
         _CURRENT_NODE.reset(token)
     _step_ended(book, node, result, None)
     return result

@@ -333,6 +333,15 @@ class SpanBook:
         self.agents.clear()
         self.frames.clear()
 
+    def tool_context(self, node: Any) -> Context | None:
+        """For a tool-call node's step: a context with its ``execute_tool`` span current."""
+        tool_use = tool_use_of(node)
+        if tool_use is None:
+            return None
+        rec = self.agents.get(id(parent_of(node)))
+        tool = rec.tools.get(str(tool_use.id)) if rec is not None else None
+        return trace.set_span_in_context(tool.span, self.caller_context) if tool is not None else None
+
     def context_for_node(self, node: Any) -> Context:
         """The context a nested run started from inside ``node``'s step should use as parent."""
         return self._parent_context(node, include_self=True)
