@@ -229,18 +229,21 @@ def configure_telemetry(
     """
     global _global_handles  # noqa: PLW0603 -- the OTel globals are process-wide; so is this
 
-    if not set_global:
+    def build(install_global: bool) -> TelemetryHandles:
         handles = _build(
             service_name=service_name,
             console=console,
             console_stream=console_stream,
             span_exporter=span_exporter,
             metric_reader=metric_reader,
-            install_global=False,
+            install_global=install_global,
         )
         if register_atexit:
             handles._register_atexit()
         return handles
+
+    if not set_global:
+        return build(install_global=False)
 
     with _global_lock:
         if _global_handles is not None:
@@ -249,18 +252,8 @@ def configure_telemetry(
                 "returning the existing handles and ignoring the new arguments"
             )
             return _global_handles
-        handles = _build(
-            service_name=service_name,
-            console=console,
-            console_stream=console_stream,
-            span_exporter=span_exporter,
-            metric_reader=metric_reader,
-            install_global=True,
-        )
-        if register_atexit:
-            handles._register_atexit()
-        _global_handles = handles
-        return handles
+        _global_handles = build(install_global=True)
+        return _global_handles
 
 
 def resolve_otlp_protocol(signal: Literal["traces", "metrics"]) -> OtlpProtocol:
