@@ -38,13 +38,12 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.trace import StatusCode
 
-from flowra_otel import semconv
+from flowra_otel import redaction, semconv
 
 __all__ = ["DEFAULT_ATTRIBUTES", "ConsoleTreeExporter", "format_duration_ms"]
 
 _logger = logging.getLogger(__name__)
 
-_FLOWRA_REDACTION_APPLIED: Final = "flowra.redaction.applied"  # not (yet) in semconv.py
 
 DEFAULT_ATTRIBUTES: Final[Mapping[str, str]] = MappingProxyType(
     {
@@ -55,7 +54,7 @@ DEFAULT_ATTRIBUTES: Final[Mapping[str, str]] = MappingProxyType(
         semconv.GEN_AI_TOOL_CALL_ID: "call_id",
         semconv.FLOWRA_END_REASON: "end_reason",
         semconv.FLOWRA_TOOL_LOOP_STATUS: "loop_status",
-        _FLOWRA_REDACTION_APPLIED: "redacted",
+        redaction.APPLIED: "redacted",
     }
 )
 """Attribute key -> label shown on each line. The agent, model and tool names are left out on

@@ -15,8 +15,8 @@ from flowra.runtime.storage import ChangeSet
 from opentelemetry.trace import Span, SpanContext, TraceFlags
 
 STATE_KEY: Final = "__flowra_otel"
-"""The node-state key in the session storage (flowra's own nodes never start with ``__``... but
-for ``__meta``, which flowra uses for its run counter)."""
+"""The node-state key in the session storage. flowra's node keys are node ids and storage keys;
+the only ``__`` key it uses itself is ``__meta`` (its run counter)."""
 LINK_TYPE: Final = "flowra.link.type"
 LINK_RESUMED_FROM: Final = "resumed_from"
 RESUMED: Final = "flowra.resumed"

@@ -1,4 +1,4 @@
-"""How failures show up on spans, and how the plugin keeps its own failures away from the host.
+"""How failures show up on spans.
 
 Two rules meet here. The semantic conventions want ``error.type`` plus an ERROR status whose
 description is the exception message. Our redaction promise wants no content in a trace unless
@@ -10,19 +10,12 @@ off the span still says *that* and *what type of* error happened.
 from __future__ import annotations
 
 import builtins
-import logging
 import traceback
 from collections.abc import Callable
-from typing import ParamSpec, TypeVar
 
 from opentelemetry.trace import Span, Status, StatusCode
 
 from . import semconv
-
-logger = logging.getLogger("flowra_otel")
-
-P = ParamSpec("P")
-R = TypeVar("R")
 
 
 def error_type_of(exc: BaseException) -> str:
@@ -68,25 +61,3 @@ def record_error(span: Span, exc: BaseException, *, render: Callable[[str], str]
         span.add_event("exception", attrs)
         span.set_status(Status(StatusCode.ERROR))
     return etype
-
-
-def guarded(what: str) -> Callable[[Callable[P, R]], Callable[P, R | None]]:
-    """Decorator: run plugin work, log and swallow any ``Exception`` it raises.
-
-    Tracing must never break the host: a bug here costs a span, not an agent run.
-    ``BaseException`` (cancellation, KeyboardInterrupt) passes through untouched.
-    """
-
-    def deco(fn: Callable[P, R]) -> Callable[P, R | None]:
-        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R | None:
-            try:
-                return fn(*args, **kwargs)
-            except Exception:
-                logger.exception("flowra_otel: internal error in %s; tracing continues, the agent is unaffected", what)
-                return None
-
-        wrapper.__name__ = getattr(fn, "__name__", what)
-        wrapper.__doc__ = fn.__doc__
-        return wrapper
-
-    return deco

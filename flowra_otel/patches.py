@@ -10,8 +10,11 @@
    call returns or raises. This is what makes concurrent runs on one registry never mix.
 
 Installing is idempotent (wrapt would otherwise stack wrappers); ``uninstall`` restores the
-original attributes exactly. All patches are no-ops outside a run whose registry carries an
-``OtelHooks``: a run without one pays one context-variable lookup per emit.
+original attributes exactly. Outside ``run``/``resume`` each patch costs one context-variable
+lookup; inside a run, events no ``OtelHooks`` subscribes to go straight to flowra's own
+coroutine. Once installed, every run in the process gets a (cheap) book: registries and the
+``OtelHooks`` on them may be created lazily inside a run, so a run cannot be judged untraced at
+its start (docs/performance.md measures that cost).
 """
 
 from __future__ import annotations

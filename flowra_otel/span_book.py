@@ -48,7 +48,7 @@ from ._flowra import (
     parent_of,
     tool_use_of,
 )
-from .errors import error_type_of, record_error
+from .errors import record_error
 from .instruments import Instruments
 from .options import TraceOptions
 
@@ -102,16 +102,14 @@ class ChatRecord:
         "response",
         "span",
         "start_ns",
-        "streaming",
     )
 
-    def __init__(self, owner: Tracing, span: Span, start_ns: int, provider: str, model: str, streaming: bool) -> None:
+    def __init__(self, owner: Tracing, span: Span, start_ns: int, provider: str, model: str) -> None:
         self.owner = owner
         self.span = span
         self.start_ns = start_ns
         self.provider = provider
         self.model = model
-        self.streaming = streaming
         self.end_ns: int | None = None
         self.first_chunk_ns: int | None = None
         self.context_token: Token[Context] | None = None
@@ -215,7 +213,7 @@ class SpanBook:
             return await wrapped(*args, **kwargs)
         frame = EmitFrame(data, registry, node)
         if cls is events.AfterLLMCallEvent:
-            self._guard(self._detach_chat_context, node)
+            self._guard(self._detach_node_chat, node)
         tracked = cls in _LEDGER_FIELDS
         if tracked:
             frame.last = getattr(data, _LEDGER_FIELDS[cls])
@@ -293,7 +291,7 @@ class SpanBook:
         """A node's step returned or raised: end what that outcome ends."""
         rec = self.agents.get(id(node))
         if rec is not None:
-            self._detach_record_context(rec)
+            self._detach_node_chat(node)
             if rec.chat is not None and rec.chat.response is not None:
                 # The call itself succeeded. Its output goes on the span only if every hook of
                 # this step (BeforeToolCallEvent rewrites included) ran without raising.
@@ -481,7 +479,6 @@ class SpanBook:
         if self.agents.get(id(rec.node)) is rec:
             del self.agents[id(rec.node)]
         end_ns = time.time_ns()
-        self._detach_record_context(rec)
         if rec.chat is not None:
             self._end_chat(rec, error=error, reason=reason or semconv.END_RUN_ENDED, end_ns=end_ns)
         for tool_id in list(rec.tools):
@@ -527,7 +524,7 @@ class SpanBook:
             attributes=attrs,
             start_time=frame.start_ns,
         )
-        rec.chat = ChatRecord(owner, span, frame.start_ns, provider, model, streaming)
+        rec.chat = ChatRecord(owner, span, frame.start_ns, provider, model)
         rec.models.add(model)
         rec.llm_calls += 1
 
@@ -616,7 +613,7 @@ class SpanBook:
             attributes=attrs,
             start_time=start,
         )
-        chat = ChatRecord(owner, span, start, provider, model, streaming=False)
+        chat = ChatRecord(owner, span, start, provider, model)
         if owner.options.capture_content and span.is_recording():
             self._record_request_content(chat, request)
         return chat
@@ -639,17 +636,16 @@ class SpanBook:
         """
         chat.context_token = otel_context.attach(trace.set_span_in_context(chat.span))
 
-    def _detach_chat_context(self, node_or_chat: Any) -> None:
-        chat = node_or_chat
-        if not isinstance(chat, ChatRecord):
-            rec = self.agents.get(id(node_or_chat))
-            chat = rec.chat if rec is not None else None
-        if chat is not None and chat.context_token is not None:
+    @staticmethod
+    def _detach_chat_context(chat: ChatRecord) -> None:
+        if chat.context_token is not None:
             token, chat.context_token = chat.context_token, None
             otel_context.detach(token)
 
-    def _detach_record_context(self, rec: AgentRecord) -> None:
-        if rec.chat is not None:
+    def _detach_node_chat(self, node: Any) -> None:
+        """The provider call of ``node``'s open chat has returned: it is no longer current."""
+        rec = self.agents.get(id(node))
+        if rec is not None and rec.chat is not None:
             self._detach_chat_context(rec.chat)
 
     # ------------------------------------------------------------------ execute_tool
@@ -869,4 +865,4 @@ def _record_end(
     return None
 
 
-__all__ = ["AgentRecord", "ChatRecord", "EmitFrame", "SpanBook", "ToolRecord", "Tracing", "error_type_of"]
+__all__ = ["AgentRecord", "ChatRecord", "EmitFrame", "SpanBook", "ToolRecord", "Tracing"]
