@@ -4,7 +4,8 @@ from flowra_otel import OtelHooks
 hooks.add(OtelHooks())
 """
 
+__version__ = "0.1.0"
+
 from .hooks import OtelHooks
 
-__all__ = ["OtelHooks"]
-__version__ = "0.1.0"
+__all__ = ["OtelHooks", "__version__"]

@@ -2,7 +2,8 @@
 
 flowra 0.0.3 - 0.0.8 moved classes between modules and renamed step results; everything
 version-dependent is resolved here once at import time, so the rest of the package reads
-as if there were a single flowra.
+as if there were a single flowra. This is the only module that reads flowra's private names
+(name-mangled ``HookRegistry`` and ``AgentRuntime`` fields, ``Engine.__execute_node``).
 """
 
 from __future__ import annotations
@@ -45,9 +46,15 @@ __all__ = [
     "ToolUseBlock",
     "Usage",
     "agent_name_of",
+    "child_index_of",
     "events",
     "node_id_of",
     "parent_of",
+    "registry_context",
+    "registry_handlers",
+    "runtime_storage",
+    "services_of",
+    "spawned_tool_uses",
     "tool_use_of",
 ]
 
@@ -88,6 +95,8 @@ CONTINUATION_TYPES: Final[tuple[type[Any], ...]] = tuple(
 )
 """Step results that mean "this agent goes on"; any other result (or ``None``) completes it."""
 
+SPAWN_TYPE: Final[type[Any]] = _agent.Spawn
+
 INTERRUPTED_TYPE: Final[type[Any] | None] = getattr(_agent, "Interrupted", None)
 """flowra >= 0.0.8 returns ``Interrupted()`` from an interrupted step; older versions return a
 ``ToolLoopResult`` with status ``interrupted``."""
@@ -105,6 +114,65 @@ def agent_name_of(node: Any) -> str:
 
 def node_id_of(node: Any) -> str:
     return str(getattr(node, "node_id", "") or "")
+
+
+EXECUTE_NODE: Final = "_Engine__execute_node"
+"""``Engine.__execute_node(node)``: the coroutine of one step of one node (a task of its own)."""
+
+
+def registry_handlers(registry: Any, event_type: type[Any]) -> list[Any] | None:
+    """The live handler list of ``registry`` for ``event_type`` (flowra's own list, not a copy)."""
+    handlers = getattr(registry, "_HookRegistry__handlers", None)
+    return handlers.get(event_type) if isinstance(handlers, dict) else None
+
+
+def registry_handler_map(registry: Any) -> dict[type[Any], list[Any]] | None:
+    handlers = getattr(registry, "_HookRegistry__handlers", None)
+    return handlers if isinstance(handlers, dict) else None
+
+
+def registry_context(registry: Any) -> Any:
+    """The ``HookContext`` a registry stamps on the events it emits (None when it has none)."""
+    return getattr(registry, "_HookRegistry__context", None)
+
+
+def runtime_storage(runtime: Any) -> Any:
+    """The ``SessionStorage`` of a durable ``AgentRuntime`` (None without one)."""
+    return getattr(runtime, "_AgentRuntime__storage", None)
+
+
+def services_of(node: Any) -> dict[type, Any]:
+    """The services a node's agent receives (its ``HookRegistry`` among them)."""
+    scope = getattr(node, "scope", None)
+    get = getattr(scope, "get_services", None)
+    services = get() if get is not None else None
+    return services if isinstance(services, dict) else {}
+
+
+def child_index_of(node: Any) -> int | None:
+    """A child's position in its parent's ``Spawn(children=[...])``.
+
+    Every engine from 0.0.3 to 0.0.8 names a child ``f"{parent.node_id}.{child_index}"`` where
+    ``child_index`` is its position in the spawn's children list.
+    """
+    _, sep, index = node_id_of(node).rpartition(".")
+    return int(index) if sep and index.isdigit() else None
+
+
+def spawned_tool_uses(result: Any) -> list[Any] | None:
+    """For a step that returned ``Spawn``: each child's tool use (None for a non-tool child), in
+    child order; None when the result is not a ``Spawn``.
+
+    A tool loop spawns one tool-call child per tool use, in the order of its BeforeToolCallEvents,
+    each with the tool use as its hooks left it.
+    """
+    if not isinstance(result, SPAWN_TYPE):
+        return None
+    out: list[Any] = []
+    for child in getattr(result, "children", None) or ():
+        spec = getattr(child, "spec", None)
+        out.append(spec.tool_use if isinstance(spec, ToolCallSpec) else None)
+    return out
 
 
 def tool_use_of(node: Any) -> ToolUseBlock | None:

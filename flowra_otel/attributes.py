@@ -11,14 +11,15 @@ from typing import Any
 from opentelemetry.util.types import AttributeValue
 
 from . import semconv
-from ._flowra import LLMRequest, LLMResponse, ToolLoopResult, Usage
+from ._flowra import LLMRequest, LLMResponse, ToolLoopResult
+from .safety import safe_float, safe_int, safe_str
 
 type Attributes = dict[str, AttributeValue]
 
 
 def finish_reason(stop_reason: Any) -> str:
     """flowra ``StopReason`` -> semconv finish reason (``stop``, ``length``, ``tool_call`` ...)."""
-    value = str(getattr(stop_reason, "value", stop_reason))
+    value = safe_str(getattr(stop_reason, "value", stop_reason))
     return semconv.FINISH_REASON_BY_STOP_REASON.get(value, value)
 
 
@@ -28,14 +29,15 @@ def chat_start_attributes(request: LLMRequest, provider: str, model: str, *, str
         semconv.GEN_AI_OPERATION_NAME: semconv.OP_CHAT,
         semconv.GEN_AI_PROVIDER_NAME: provider,
         semconv.GEN_AI_REQUEST_MODEL: model,
-        semconv.FLOWRA_LLM_MODEL: request.model,
+        semconv.FLOWRA_LLM_MODEL: safe_str(request.model),
     }
-    if request.temperature is not None:
-        attrs[semconv.GEN_AI_REQUEST_TEMPERATURE] = float(request.temperature)
+    temperature = safe_float(request.temperature)
+    if temperature is not None:
+        attrs[semconv.GEN_AI_REQUEST_TEMPERATURE] = temperature
     if request.max_tokens is not None:
-        attrs[semconv.GEN_AI_REQUEST_MAX_TOKENS] = int(request.max_tokens)
+        attrs[semconv.GEN_AI_REQUEST_MAX_TOKENS] = safe_int(request.max_tokens)
     if request.stop_sequences:
-        attrs[semconv.GEN_AI_REQUEST_STOP_SEQUENCES] = [str(s) for s in request.stop_sequences]
+        attrs[semconv.GEN_AI_REQUEST_STOP_SEQUENCES] = [safe_str(s) for s in request.stop_sequences]
     if request.json_schema is not None:
         attrs[semconv.GEN_AI_OUTPUT_TYPE] = "json"
     if streaming:
@@ -43,64 +45,88 @@ def chat_start_attributes(request: LLMRequest, provider: str, model: str, *, str
     return attrs
 
 
-def usage_attributes(usage: Usage) -> Attributes:
-    """Per-call usage in semconv terms.
+class TokenUsage:
+    """A call's (or a run's) usage in semconv terms, read once from flowra's ``Usage``.
 
-    flowra counts each token once (``input_tokens`` excludes cached ones); the conventions
-    want ``gen_ai.usage.input_tokens`` to include cache reads and writes, with those two
-    reported again as subsets.
+    flowra counts each token once (``input_tokens`` excludes cached ones); the conventions want
+    input tokens to include cache reads and writes, with those two reported again as subsets.
+    Every field is read through ``safety``: a usage object with odd values (None, strings, NaN)
+    costs its numbers, never the span.
     """
-    cache_read = int(usage.cache_read_input_tokens or 0)
-    cache_creation = int(usage.cache_creation_input_tokens or 0)
+
+    __slots__ = ("cache_creation", "cache_read", "cost_usd", "input", "output")
+
+    def __init__(self) -> None:
+        self.input = 0
+        self.output = 0
+        self.cache_read = 0
+        self.cache_creation = 0
+        self.cost_usd: float | None = None
+
+    @classmethod
+    def of(cls, usage: Any) -> TokenUsage | None:
+        if usage is None:
+            return None
+        totals = cls()
+        totals.cache_read = safe_int(getattr(usage, "cache_read_input_tokens", 0))
+        totals.cache_creation = safe_int(getattr(usage, "cache_creation_input_tokens", 0))
+        totals.input = safe_int(getattr(usage, "input_tokens", 0)) + totals.cache_read + totals.cache_creation
+        totals.output = safe_int(getattr(usage, "output_tokens", 0))
+        totals.cost_usd = safe_float(getattr(usage, "cost_usd", None))
+        return totals
+
+    def add(self, other: TokenUsage) -> None:
+        self.input += other.input
+        self.output += other.output
+        self.cache_read += other.cache_read
+        self.cache_creation += other.cache_creation
+        if other.cost_usd is not None:
+            self.cost_usd = other.cost_usd + (self.cost_usd or 0.0)
+
+
+def usage_attributes(usage: TokenUsage) -> Attributes:
+    """Per-call usage under the ``gen_ai.usage.*`` keys."""
     attrs: Attributes = {
-        semconv.GEN_AI_USAGE_INPUT_TOKENS: int(usage.input_tokens or 0) + cache_read + cache_creation,
-        semconv.GEN_AI_USAGE_OUTPUT_TOKENS: int(usage.output_tokens or 0),
+        semconv.GEN_AI_USAGE_INPUT_TOKENS: usage.input,
+        semconv.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output,
     }
-    if cache_read:
-        attrs[semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = cache_read
-    if cache_creation:
-        attrs[semconv.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = cache_creation
+    if usage.cache_read:
+        attrs[semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = usage.cache_read
+    if usage.cache_creation:
+        attrs[semconv.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_creation
     if usage.cost_usd is not None:
-        attrs[semconv.FLOWRA_USAGE_COST_USD] = float(usage.cost_usd)
+        attrs[semconv.FLOWRA_USAGE_COST_USD] = usage.cost_usd
     return attrs
 
 
-def total_input_tokens(usage: Usage) -> int:
-    return (
-        int(usage.input_tokens or 0)
-        + int(usage.cache_read_input_tokens or 0)
-        + int(usage.cache_creation_input_tokens or 0)
-    )
-
-
-def chat_response_attributes(response: LLMResponse) -> Attributes:
+def chat_response_attributes(response: LLMResponse, usage: TokenUsage | None) -> Attributes:
     attrs: Attributes = {semconv.GEN_AI_RESPONSE_FINISH_REASONS: [finish_reason(response.stop_reason)]}
-    if response.usage is not None:
-        attrs.update(usage_attributes(response.usage))
+    if usage is not None:
+        attrs.update(usage_attributes(usage))
     return attrs
 
 
-def agent_usage_attributes(usage: Usage) -> Attributes:
+def agent_usage_attributes(usage: TokenUsage) -> Attributes:
     """Run totals for ``invoke_agent``, under ``flowra.agent.usage.*``.
 
     Deliberately not the ``gen_ai.usage.*`` keys of the chat spans: backends that sum usage
     over a trace would otherwise count every token twice.
     """
     attrs: Attributes = {
-        semconv.FLOWRA_AGENT_USAGE_INPUT_TOKENS: total_input_tokens(usage),
-        semconv.FLOWRA_AGENT_USAGE_OUTPUT_TOKENS: int(usage.output_tokens or 0),
+        semconv.FLOWRA_AGENT_USAGE_INPUT_TOKENS: usage.input,
+        semconv.FLOWRA_AGENT_USAGE_OUTPUT_TOKENS: usage.output,
     }
-    if usage.cache_read_input_tokens:
-        attrs[semconv.FLOWRA_AGENT_USAGE_CACHE_READ_INPUT_TOKENS] = int(usage.cache_read_input_tokens)
-    if usage.cache_creation_input_tokens:
-        attrs[semconv.FLOWRA_AGENT_USAGE_CACHE_CREATION_INPUT_TOKENS] = int(usage.cache_creation_input_tokens)
+    if usage.cache_read:
+        attrs[semconv.FLOWRA_AGENT_USAGE_CACHE_READ_INPUT_TOKENS] = usage.cache_read
+    if usage.cache_creation:
+        attrs[semconv.FLOWRA_AGENT_USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_creation
     if usage.cost_usd is not None:
-        attrs[semconv.FLOWRA_AGENT_USAGE_COST_USD] = float(usage.cost_usd)
+        attrs[semconv.FLOWRA_AGENT_USAGE_COST_USD] = usage.cost_usd
     return attrs
 
 
 def tool_loop_result_attributes(result: ToolLoopResult) -> Attributes:
-    attrs: Attributes = {semconv.FLOWRA_TOOL_LOOP_STATUS: str(getattr(result.status, "value", result.status))}
+    attrs: Attributes = {semconv.FLOWRA_TOOL_LOOP_STATUS: safe_str(getattr(result.status, "value", result.status))}
     if result.stop_reason is not None:
         attrs[semconv.GEN_AI_RESPONSE_FINISH_REASONS] = [finish_reason(result.stop_reason)]
     return attrs

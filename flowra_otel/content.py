@@ -134,7 +134,7 @@ def dumps(value: Any) -> str:
     """Compact JSON that never raises on odd values (bytes -> base64, unknown -> type name)."""
     try:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_default)
-    except (ValueError, RecursionError):  # circular or absurdly deep structures
+    except Exception:  # circular, absurdly deep, or odd keys
         return json.dumps(f"<unserialisable {type(value).__qualname__}>")
 
 
@@ -142,7 +142,9 @@ def canonical_json(value: Any) -> str:
     """Stable JSON for lengths and HMACs in the redaction ledger (sorted keys, compact)."""
     try:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True, default=_default)
-    except (ValueError, RecursionError):
+    except TypeError:  # keys of mixed types cannot be sorted
+        return dumps(value)
+    except Exception:
         return json.dumps(f"<unserialisable {type(value).__qualname__}>")
 
 

@@ -19,7 +19,7 @@ from opentelemetry.metrics import Meter, MeterProvider, NoOpMeterProvider
 from opentelemetry.trace import NoOpTracerProvider, Tracer, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
-from . import patches, semconv
+from . import __version__, patches, semconv
 from ._flowra import DELTA_EVENTS, SPAN_EVENTS, TRACED_EVENTS, HookContext, HookRegistry
 from .content import DEFAULT_MAX_CONTENT_LENGTH, ContentPolicy, Redactor
 from .instruments import Instruments
@@ -34,8 +34,6 @@ from .options import (
 )
 
 logger = logging.getLogger("flowra_otel")
-
-_VERSION = "0.1.0"
 
 
 class OtelHooks:
@@ -100,10 +98,10 @@ class OtelHooks:
             attributes=validate_attributes(attributes),
         )
         self._tracer: Tracer = trace.get_tracer(
-            semconv.INSTRUMENTATION_NAME, _VERSION, tracer_provider, schema_url=semconv.SCHEMA_URL
+            semconv.INSTRUMENTATION_NAME, __version__, tracer_provider, schema_url=semconv.SCHEMA_URL
         )
         meter: Meter = metrics.get_meter(
-            semconv.INSTRUMENTATION_NAME, _VERSION, meter_provider, schema_url=semconv.SCHEMA_URL
+            semconv.INSTRUMENTATION_NAME, __version__, meter_provider, schema_url=semconv.SCHEMA_URL
         )
         self._instruments = Instruments(meter)
         self._auto = False  # True only for the zero-code instrumentor's instance
@@ -163,11 +161,11 @@ class OtelHooks:
         return child
 
     def _on_event(self, event: Any) -> None:
-        book = patches.current_book()
-        if book is None:
+        step = patches.current_step()
+        if step is None:
             return
         try:
-            book.claim(self, event.data, event.context)
+            step.book.claim(self, step, event.data, event.context)
         except Exception:
             logger.exception("flowra_otel: internal error handling %s; the agent is unaffected", type(event.data))
 

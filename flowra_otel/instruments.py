@@ -1,7 +1,9 @@
-"""The GenAI metric instruments, with the bucket boundaries the semantic conventions advise.
+"""The GenAI metric instruments, with the bucket boundaries the semantic conventions advise, and
+the one place where an ended invocation becomes metric records.
 
 Metrics are recorded whether or not a span is sampled: dashboards must not depend on the
-trace sampling rate.
+trace sampling rate. The invocation objects call the ``record_*`` methods once each, after their
+span has ended, so a failing metric record can never keep a span open.
 """
 
 from __future__ import annotations
@@ -123,6 +125,66 @@ class Instruments:
             unit="{redaction}",
             description="Tool arguments or results changed by a hook before they were recorded.",
         )
+
+    def record_chat(
+        self,
+        provider: str,
+        model: str,
+        *,
+        duration_s: float,
+        error_type: str | None,
+        first_chunk_s: float | None,
+        input_tokens: int | None,
+        output_tokens: int | None,
+        cost_usd: float | None,
+    ) -> None:
+        base, input_attrs, output_attrs = self.chat_attributes(provider, model)
+        self.operation_duration.record(
+            duration_s, base if error_type is None else {**base, semconv.ERROR_TYPE: error_type}
+        )
+        if first_chunk_s is not None:
+            self.time_to_first_chunk.record(first_chunk_s, base)
+        if input_tokens is not None:
+            self.token_usage.record(input_tokens, input_attrs)
+        if output_tokens is not None:
+            self.token_usage.record(output_tokens, output_attrs)
+        if cost_usd:
+            self.cost.add(cost_usd, base)
+
+    def record_tool(self, tool_name: str, agent_name: str, *, duration_s: float, error_type: str | None) -> None:
+        attrs: MetricAttributes = {
+            semconv.GEN_AI_TOOL_NAME: tool_name,
+            semconv.GEN_AI_TOOL_TYPE: semconv.TOOL_TYPE_FUNCTION,
+            semconv.GEN_AI_AGENT_NAME: agent_name,
+        }
+        if error_type is not None:
+            attrs[semconv.ERROR_TYPE] = error_type
+        self.tool_duration.record(duration_s, attrs)
+        if error_type == semconv.ERROR_TYPE_TOOL:
+            self.tool_errors.add(1, {semconv.GEN_AI_TOOL_NAME: tool_name})
+
+    def record_agent(
+        self,
+        agent_name: str,
+        model: str | None,
+        *,
+        duration_s: float,
+        error_type: str | None,
+        inference_calls: int,
+        tool_calls: int,
+    ) -> None:
+        attrs: MetricAttributes = {semconv.GEN_AI_AGENT_NAME: agent_name}
+        if model is not None:
+            attrs[semconv.GEN_AI_REQUEST_MODEL] = model
+        if error_type is not None:
+            attrs[semconv.ERROR_TYPE] = error_type
+        self.agent_duration.record(duration_s, attrs)
+        count_attrs: MetricAttributes = {semconv.GEN_AI_AGENT_NAME: agent_name}
+        self.agent_inference_calls.record(inference_calls, count_attrs)
+        self.agent_tool_calls.record(tool_calls, count_attrs)
+
+    def record_redaction(self, tool_name: str, field: str) -> None:
+        self.redactions.add(1, {semconv.GEN_AI_TOOL_NAME: tool_name, "flowra.redaction.field": field})
 
     def chat_attributes(self, provider: str, model: str) -> tuple[MetricAttributes, MetricAttributes, MetricAttributes]:
         """(base, input-token, output-token) attributes of a chat's metrics, built once per model.

@@ -1,223 +1,218 @@
-"""The three places where the plugin patches flowra (with wrapt), and why each is needed.
+"""The places where the plugin patches flowra, and why each is needed.
 
-1. ``Engine._Engine__execute_node`` (one task per node per step): sets which ``ExecutionNode``
-   is running for the duration of the step, so every event knows its place in flowra's
-   execution tree, and reports how the step ended (completed, interrupted, raised).
+1. ``Engine.__execute_node`` (one task per node per step): a ``StepScope`` for the duration of the
+   step, so every event knows its place in flowra's execution tree, and the book learns how the
+   step ended (returned, spawned tool calls, interrupted, raised).
 2. ``HookRegistry.emit``: lets the run's ``SpanBook`` finish an event after *all* handlers,
    wherever registered, have run: values are recorded post-hook, never before a redaction hook.
 3. ``AgentRuntime.run`` / ``resume``: one ``SpanBook`` per call, holding the caller's current
    context (the parent of the root ``invoke_agent``) and ended, with everything in it, when the
    call returns or raises. This is what makes concurrent runs on one registry never mix.
+4. ``call`` of every ``LLMProvider`` subclass: a provider call made by a custom agent (no tool-loop
+   events) gets a ``chat`` span of its own.
 
-Installing is idempotent (wrapt would otherwise stack wrappers); ``uninstall`` restores the
-original attributes exactly. Outside ``run``/``resume`` each patch costs one context-variable
-lookup; inside a run, events no ``OtelHooks`` subscribes to go straight to flowra's own
-coroutine. Once installed, every run in the process gets a (cheap) book: registries and the
-``OtelHooks`` on them may be created lazily inside a run, so a run cannot be judged untraced at
-its start (docs/performance.md measures that cost).
+Plain functions, not wrapper objects: flowra's own coroutine is returned untouched outside a run
+and for events the plugin does not trace, so an untraced event costs one context-variable lookup
+and a set membership test. Installing is idempotent; ``uninstall`` restores the original class
+attributes exactly. Providers defined after ``install`` are wrapped by a cooperative
+``LLMProvider.__init_subclass__`` that calls whatever the class hierarchy had first.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Final
 
-import wrapt
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 from . import durable
-from ._flowra import AgentRuntime, Engine, HookRegistry, LLMProvider
-from .span_book import INTERESTING_EVENTS, SpanBook
+from ._flowra import EXECUTE_NODE, AgentRuntime, Engine, HookRegistry, LLMProvider, runtime_storage
+from .safety import guarded
+from .span_book import DELTA_EVENT_TYPES, INTERESTING_EVENTS, SpanBook, StepScope
 
 logger = logging.getLogger("flowra_otel")
 
-_CURRENT_NODE: ContextVar[Any] = ContextVar("flowra_otel.node", default=None)
 _CURRENT_BOOK: ContextVar[SpanBook | None] = ContextVar("flowra_otel.book", default=None)
+_CURRENT_STEP: ContextVar[StepScope | None] = ContextVar("flowra_otel.step", default=None)
 
-_EXECUTE_NODE = "_Engine__execute_node"
+_MARK: Final = "__flowra_otel_original__"
+"""Set on every replacement function: the attribute it replaced (for idempotence and uninstall)."""
 _lock = threading.Lock()
-_originals: dict[tuple[type, str], Any] = {}
 
 
 def current_book() -> SpanBook | None:
     return _CURRENT_BOOK.get()
 
 
-def current_node() -> Any:
-    return _CURRENT_NODE.get()
+def current_step() -> StepScope | None:
+    return _CURRENT_STEP.get()
 
 
+# ---------------------------------------------------------------------------------- run / resume
 # Every run gets a book once the patches are in: registries (and the OtelHooks on them) may be
 # created lazily inside a run (flowra 0.0.3's ToolLoopAgent makes its own registry; agents may
 # build isolated child registries in __init__), so "no OtelHooks registered yet" at run start
-# does not mean the run is untraced.
-def _run_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-    return _traced_run(wrapped, instance, args, kwargs, resume=False)
+# does not mean the run is untraced. A book costs one small object until an event is claimed.
+def _patched_run(original: Any, *, resume: bool) -> Any:
+    @functools.wraps(original)
+    async def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        book: SpanBook | None = None
+        token = None
+        try:
+            outer = _CURRENT_BOOK.get()
+            step = _CURRENT_STEP.get()
+            # A run started from inside another run's step (a tool that runs its own runtime)
+            # nests under the span of that step's node, not under whatever happens to be current.
+            parent = outer.context_for_node(step.node) if outer is not None and step is not None else None
+            storage = runtime_storage(self)
+            resumed = await durable.load(storage) if resume and storage is not None else None
+            book = SpanBook(
+                parent if parent is not None else otel_context.get_current(), storage=storage, resumed=resumed
+            )
+            token = _CURRENT_BOOK.set(book)
+        except Exception:
+            logger.exception("flowra_otel: could not start tracing this run; the agent is unaffected")
+        try:
+            result = await original(self, *args, **kwargs)
+        except BaseException as exc:
+            if book is not None:
+                guarded(book.finish, exc)
+            raise
+        finally:
+            if token is not None:
+                _CURRENT_BOOK.reset(token)
+        if book is not None:
+            guarded(book.finish, None)
+        return result
+
+    return run
 
 
-def _resume_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-    return _traced_run(wrapped, instance, args, kwargs, resume=True)
+# ---------------------------------------------------------------------------------- engine step
+def _patched_execute_node(original: Any) -> Any:
+    @functools.wraps(original)
+    def execute_node(*args: Any, **kwargs: Any) -> Any:
+        """Not ``async``: outside a traced run it hands back flowra's own coroutine, untouched."""
+        book = _CURRENT_BOOK.get()
+        if book is None:
+            return original(*args, **kwargs)
+        return _traced_step(book, original, args, kwargs)
+
+    return execute_node
 
 
-async def _traced_run(wrapped: Any, instance: Any, args: Any, kwargs: Any, *, resume: bool) -> Any:
-    book: SpanBook | None = None
-    token = None
-    try:
-        outer = _CURRENT_BOOK.get()
-        node = _CURRENT_NODE.get()
-        # A run started from inside another run's step (a tool that runs its own runtime)
-        # nests under the span of that step's node, not under whatever happens to be current.
-        parent = outer.context_for_node(node) if outer is not None and node is not None else None
-        storage = getattr(instance, "_AgentRuntime__storage", None)
-        resumed = await durable.load(storage) if resume and storage is not None else None
-        book = SpanBook(parent if parent is not None else otel_context.get_current(), storage=storage, resumed=resumed)
-        token = _CURRENT_BOOK.set(book)
-    except Exception:
-        logger.exception("flowra_otel: could not start tracing this run; the agent is unaffected")
-    try:
-        result = await wrapped(*args, **kwargs)
-    except BaseException as exc:
-        _finish(book, exc)
-        raise
-    finally:
-        if token is not None:
-            _CURRENT_BOOK.reset(token)
-    _finish(book, None)
-    return result
-
-
-def _finish(book: SpanBook | None, exc: BaseException | None) -> None:
-    if book is None:
-        return
-    try:
-        book.finish(exc)
-    except Exception:
-        logger.exception("flowra_otel: could not end this run's spans cleanly")
-
-
-def _execute_node_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-    """Not ``async``: outside a traced run it hands back flowra's own coroutine, untouched."""
-    book = _CURRENT_BOOK.get()
-    if book is None:
-        return wrapped(*args, **kwargs)
-    return _traced_step(book, wrapped, args, kwargs)
-
-
-async def _traced_step(book: SpanBook, wrapped: Any, args: Any, kwargs: Any) -> Any:
-    # Runs inside the step's own task (the engine wraps this coroutine in a task), so the node
-    # set here is seen by exactly this step's events.
-    node = args[0] if args else kwargs.get("node")
-    token = _CURRENT_NODE.set(node)
+async def _traced_step(book: SpanBook, original: Any, args: Any, kwargs: Any) -> Any:
+    # Runs inside the step's own task (the engine wraps this coroutine in a task), so the step
+    # scope set here is seen by exactly this step's events.
+    step = StepScope(book, args[0] if args else kwargs.get("node"))
+    step_token = _CURRENT_STEP.set(step)
     # A tool-call step runs with its execute_tool span current, so spans the tool itself makes
     # (an HTTP client, a database driver) nest under it. Attached and detached in this task.
     tool_context = None
     try:
-        tool_context = book.tool_context(node)
+        tool_context = book.tool_context(step.node)
     except Exception:
         logger.exception("flowra_otel: could not look up the tool span of a step")
     ctx_token = otel_context.attach(tool_context) if tool_context is not None else None
     try:
-        result = await wrapped(*args, **kwargs)
+        result = await original(*args, **kwargs)
     except BaseException as exc:
-        _step_ended(book, node, None, exc)
+        step.detach()
+        guarded(book.step_ended, step, None, exc)
         raise
     finally:
         if ctx_token is not None:
             otel_context.detach(ctx_token)
-        _CURRENT_NODE.reset(token)
-    _step_ended(book, node, result, None)
+        _CURRENT_STEP.reset(step_token)
+    step.detach()
+    guarded(book.step_ended, step, result, None)
     return result
 
 
-def _step_ended(book: SpanBook, node: Any, result: Any, exc: BaseException | None) -> None:
-    try:
-        book.step_ended(node, result, exc)
-    except Exception:
-        logger.exception("flowra_otel: internal error at the end of a step; the agent is unaffected")
+# ---------------------------------------------------------------------------------- emit
+def _patched_emit(original: Any) -> Any:
+    @functools.wraps(original)
+    def emit(self: Any, data: Any, *args: Any, **kwargs: Any) -> Any:
+        """Not ``async``: events the plugin does not trace get flowra's own coroutine, untouched."""
+        book = _CURRENT_BOOK.get()
+        if book is None or book.closed or type(data) not in INTERESTING_EVENTS or args or kwargs:
+            return original(self, data, *args, **kwargs)
+        step = _CURRENT_STEP.get()
+        if step is None or step.book is not book:
+            return original(self, data)
+        if type(data) in DELTA_EVENT_TYPES:
+            guarded(book.chunk, step.node)
+            return original(self, data)
+        return book.emit(step, original, self, data)
+
+    return emit
 
 
-def _emit_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-    """Not ``async``: events the plugin does not trace get flowra's own coroutine, untouched."""
-    book = _CURRENT_BOOK.get()
-    if book is None or book.closed:
-        return wrapped(*args, **kwargs)
-    data = args[0] if args else kwargs.get("data")
-    if type(data) not in INTERESTING_EVENTS:
-        return wrapped(*args, **kwargs)
-    return book.emit(wrapped, instance, data, _CURRENT_NODE.get(), args, kwargs)
-
-
-_PATCHES: tuple[tuple[type, str, Any], ...] = (
-    (Engine, _EXECUTE_NODE, _execute_node_wrapper),
-    (HookRegistry, "emit", _emit_wrapper),
-    (AgentRuntime, "run", _run_wrapper),
-    (AgentRuntime, "resume", _resume_wrapper),
-)
-
+# ---------------------------------------------------------------------------------- providers
 _IN_PROVIDER_CALL: ContextVar[bool] = ContextVar("flowra_otel.in_provider_call", default=False)
 
 
-async def _provider_call_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-    """``LLMProvider.call`` made by an agent that is not a tool loop gets its own ``chat`` span.
+def _patched_provider_call(original: Any) -> Any:
+    @functools.wraps(original)
+    async def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        """A provider call made by an agent that is not a tool loop gets its own ``chat`` span.
 
-    Tool loops already trace their calls through Before/AfterLLMCallEvent, so a call made while
-    the node's tool-loop chat span is open is left alone: never two ``chat`` spans for one call.
-    """
-    book = _CURRENT_BOOK.get()
-    node = _CURRENT_NODE.get()
-    if book is None or node is None or book.closed or _IN_PROVIDER_CALL.get():
-        return await wrapped(*args, **kwargs)
-    request = args[0] if args else kwargs.get("request")
-    chat = None
-    try:
-        chat = book.start_direct_chat(node, request)
-    except Exception:
-        logger.exception("flowra_otel: could not start a chat span for a direct provider call")
-    if chat is None:
-        return await wrapped(*args, **kwargs)
-    flag = _IN_PROVIDER_CALL.set(True)
-    ctx_token = otel_context.attach(trace.set_span_in_context(chat.span))
-    try:
-        response = await wrapped(*args, **kwargs)
-    except BaseException as exc:
-        _end_direct(book, chat, None, exc)
-        raise
-    finally:
-        otel_context.detach(ctx_token)
-        _IN_PROVIDER_CALL.reset(flag)
-    _end_direct(book, chat, response, None)
-    return response
+        Tool loops already trace their calls through Before/AfterLLMCallEvent, so a call made
+        while the node's tool-loop chat span is open is left alone: never two ``chat`` spans for
+        one call (nor for a provider that delegates to another).
+        """
+        book = _CURRENT_BOOK.get()
+        step = _CURRENT_STEP.get()
+        if book is None or step is None or book.closed or _IN_PROVIDER_CALL.get():
+            return await original(self, *args, **kwargs)
+        request = args[0] if args else kwargs.get("request")
+        chat = None
+        try:
+            chat = book.start_direct_chat(step, request)
+        except Exception:
+            logger.exception("flowra_otel: could not start a chat span for a direct provider call")
+        if chat is None:
+            return await original(self, *args, **kwargs)
+        flag = _IN_PROVIDER_CALL.set(True)
+        ctx_token = otel_context.attach(trace.set_span_in_context(chat.span))
+        try:
+            response = await original(self, *args, **kwargs)
+        except BaseException as exc:
+            guarded(book.end_direct_chat, chat, None, exc)
+            raise
+        finally:
+            otel_context.detach(ctx_token)
+            _IN_PROVIDER_CALL.reset(flag)
+        guarded(book.end_direct_chat, chat, response, None)
+        return response
 
-
-def _end_direct(book: SpanBook, chat: Any, response: Any, exc: BaseException | None) -> None:
-    try:
-        book.end_direct_chat(chat, response, exc)
-    except Exception:
-        logger.exception("flowra_otel: could not end a direct provider call's chat span")
+    return call
 
 
-_wrapped_providers: list[tuple[type, Any]] = []
-_CALL = "call"
-_INIT_SUBCLASS = "__init_subclass__"
+_INIT_SUBCLASS: Final = "__init_subclass__"
+_wrapped_providers: list[type] = []
 
 
 def _wrap_provider_class(cls: type) -> None:
     original = cls.__dict__.get("call")
-    if original is None or _is_ours(cls, "call", _provider_call_wrapper):
+    if original is None or hasattr(original, _MARK) or not callable(original):
         return
-    _wrapped_providers.append((cls, original))
-    wrapt.wrap_function_wrapper(cls, "call", _provider_call_wrapper)
+    _replace(cls, "call", _patched_provider_call(original), original)
+    _wrapped_providers.append(cls)
 
 
-def _init_subclass(cls: type, /, **kwargs: Any) -> None:
-    """Installed as ``LLMProvider.__init_subclass__``: providers defined later are wrapped too."""
-    try:
-        _wrap_provider_class(cls)
-    except Exception:
-        logger.exception("flowra_otel: could not wrap provider %s", cls)
+def _init_subclass(cls: type[LLMProvider], /, **kwargs: Any) -> None:
+    """Installed as ``LLMProvider.__init_subclass__``: providers defined later are wrapped too.
+
+    Cooperative: the next ``__init_subclass__`` in the MRO after ``LLMProvider`` (a mixin's, or
+    ``object``'s) runs first with the same keyword arguments, exactly as without the plugin.
+    """
+    super(LLMProvider, cls).__init_subclass__(**kwargs)
+    guarded(_wrap_provider_class, cls)
 
 
 def _all_subclasses(cls: type) -> list[type]:
@@ -229,49 +224,66 @@ def _all_subclasses(cls: type) -> list[type]:
     return out
 
 
-def _install_providers() -> None:
-    if _INIT_SUBCLASS not in LLMProvider.__dict__:
-        setattr(LLMProvider, _INIT_SUBCLASS, classmethod(_init_subclass))
-    for sub in _all_subclasses(LLMProvider):
-        _wrap_provider_class(sub)
+# ---------------------------------------------------------------------------------- install
+_PATCHES: Final[tuple[tuple[type, str, Any], ...]] = (
+    (Engine, EXECUTE_NODE, _patched_execute_node),
+    (HookRegistry, "emit", _patched_emit),
+    (AgentRuntime, "run", functools.partial(_patched_run, resume=False)),
+    (AgentRuntime, "resume", functools.partial(_patched_run, resume=True)),
+)
 
 
-def _uninstall_providers() -> None:
-    while _wrapped_providers:
-        cls, original = _wrapped_providers.pop()
-        setattr(cls, _CALL, original)
-    if _INIT_SUBCLASS in LLMProvider.__dict__:
-        delattr(LLMProvider, _INIT_SUBCLASS)
+def _replace(cls: type, name: str, replacement: Any, original: Any) -> None:
+    setattr(replacement, _MARK, original)
+    setattr(cls, name, replacement)
 
 
-def _is_ours(cls: type, name: str, wrapper: Any) -> bool:
-    current = cls.__dict__.get(name)
-    return isinstance(current, wrapt.FunctionWrapper) and getattr(current, "_self_wrapper", None) is wrapper
+def _restore(cls: type, name: str, original: Any) -> None:
+    setattr(cls, name, original)
+
+
+def _is_ours(value: Any) -> bool:
+    return hasattr(getattr(value, "__func__", value), _MARK)
 
 
 def install() -> None:
     """Patch flowra once per process (safe to call any number of times, from any thread)."""
     with _lock:
-        for cls, name, wrapper in _PATCHES:
-            if _is_ours(cls, name, wrapper):
-                continue
-            if name not in cls.__dict__:
+        for cls, name, make in _PATCHES:
+            current = cls.__dict__.get(name)
+            if current is None:
                 logger.warning("flowra_otel: %s.%s not found; this flowra version is not supported", cls, name)
                 continue
-            _originals[(cls, name)] = cls.__dict__[name]
-            wrapt.wrap_function_wrapper(cls, name, wrapper)
-        _install_providers()
+            if _is_ours(current):
+                continue
+            if isinstance(current, staticmethod):
+                replacement = staticmethod(make(current.__func__))
+                setattr(replacement.__func__, _MARK, current)
+                setattr(cls, name, replacement)
+            else:
+                _replace(cls, name, make(current), current)
+        if _INIT_SUBCLASS not in LLMProvider.__dict__:
+            setattr(LLMProvider, _INIT_SUBCLASS, classmethod(_init_subclass))
+        for sub in _all_subclasses(LLMProvider):
+            _wrap_provider_class(sub)
 
 
 def uninstall() -> None:
     """Undo ``install`` exactly: put back the attributes that were there before."""
     with _lock:
-        for cls, name, wrapper in _PATCHES:
-            original = _originals.pop((cls, name), None)
-            if original is not None and _is_ours(cls, name, wrapper):
-                setattr(cls, name, original)
-        _uninstall_providers()
+        for cls, name, _ in _PATCHES:
+            current = cls.__dict__.get(name)
+            if current is not None and _is_ours(current):
+                setattr(cls, name, getattr(getattr(current, "__func__", current), _MARK))
+        while _wrapped_providers:
+            cls = _wrapped_providers.pop()
+            current = cls.__dict__.get("call")
+            if current is not None and hasattr(current, _MARK):
+                _restore(cls, "call", getattr(current, _MARK))
+        init_subclass = LLMProvider.__dict__.get(_INIT_SUBCLASS)
+        if init_subclass is not None and getattr(init_subclass, "__func__", None) is _init_subclass:
+            delattr(LLMProvider, _INIT_SUBCLASS)
 
 
 def installed() -> bool:
-    return all(_is_ours(cls, name, wrapper) for cls, name, wrapper in _PATCHES)
+    return all(_is_ours(cls.__dict__.get(name)) for cls, name, _ in _PATCHES)

@@ -25,6 +25,7 @@ from typing import Any, Final
 from opentelemetry.util.types import AttributeValue
 
 from .content import canonical_json
+from .safety import safe_str, utf8_safe
 
 FIELD_ARGUMENTS: Final = "arguments"
 FIELD_RESULT: Final = "result"
@@ -45,37 +46,42 @@ def handler_name(handler: Any) -> str:
     func = getattr(target, "__func__", target)  # bound method -> function
     qual = getattr(func, "__qualname__", None) or type(func).__qualname__
     module = getattr(func, "__module__", None) or type(func).__module__
-    return f"{module}.{qual}" if module else str(qual)
+    return utf8_safe(f"{module}.{qual}" if module else str(qual))
 
 
 def canonical(field: str, value: Any) -> str:
     """The text a field's length and HMAC are computed over (see module docstring)."""
     if field == FIELD_RESULT:
-        return str(getattr(value, "content", ""))
+        return safe_str(getattr(value, "content", ""))
     return canonical_json(getattr(value, "input", None))
 
 
 def hmac_hex(secret: bytes, text: str) -> str:
-    return hmac.new(secret, text.encode("utf-8"), hashlib.sha256).hexdigest()
+    return hmac.new(secret, text.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
 
 
 class FieldChange:
-    """One field of one tool call, as hooks changed it during one event's emit."""
+    """One field of one tool call, as hooks changed it during one event's emit.
 
-    __slots__ = ("field", "handlers", "original")
+    The original's canonical text is taken when the first change is seen, before any later
+    handler runs: a later hook that edits the same object in place cannot make the ledger's
+    length and HMAC describe the redacted value.
+    """
+
+    __slots__ = ("field", "handlers", "original", "original_text")
 
     def __init__(self, field: str, original: Any) -> None:
         self.field = field
         self.original = original
+        self.original_text = canonical(field, original)
         self.handlers: list[str] = []
 
     def attributes(self, final: Any, secret: bytes | None) -> dict[str, AttributeValue]:
-        original_text = canonical(self.field, self.original)
         attrs: dict[str, AttributeValue] = {
             key(self.field, "handlers"): list(self.handlers),
-            key(self.field, "original_length"): len(original_text),
+            key(self.field, "original_length"): len(self.original_text),
             key(self.field, "final_length"): len(canonical(self.field, final)),
         }
         if secret is not None:
-            attrs[key(self.field, "original_hmac_sha256")] = hmac_hex(secret, original_text)
+            attrs[key(self.field, "original_hmac_sha256")] = hmac_hex(secret, self.original_text)
         return attrs

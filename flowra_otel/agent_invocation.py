@@ -1,0 +1,205 @@
+"""``AgentInvocation``: one ``invoke_agent`` span, the life of one tool-loop node of flowra's engine.
+
+Why an object per span: see ``chat_invocation``. The agent owns the spans it opened (its open
+``chat`` and the ``execute_tool`` spans of its current tool calls) and ends them before itself,
+so a parent never ends before its children, whatever ends the agent. Usage is summed from its
+chat spans (or taken from flowra's own ``ToolLoopResult.usage``) and written under the
+``flowra.agent.usage.*`` keys, so backends that sum ``gen_ai.usage.*`` over a trace count once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import trace
+from opentelemetry.trace import Link, SpanKind
+
+from . import attributes, semconv
+from .attributes import TokenUsage
+from .chat_invocation import ChatInvocation
+from .errors import end_error_type, record_end
+from .safety import guarded
+from .tool_invocation import ToolInvocation
+
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
+
+    from .hooks import OtelHooks
+
+logger = logging.getLogger("flowra_otel")
+
+
+class AgentInvocation:
+    """One running tool-loop agent: its span, its open chat, its current tool calls."""
+
+    __slots__ = (
+        "chat",
+        "context",
+        "ended",
+        "llm_calls",
+        "models",
+        "name",
+        "node",
+        "owner",
+        "pending_tools",
+        "span",
+        "start_ns",
+        "tool_calls",
+        "tools",
+        "usage",
+    )
+
+    def __init__(
+        self,
+        owner: OtelHooks,
+        parent: Context,
+        node: Any,
+        *,
+        name: str,
+        attrs: attributes.Attributes,
+        links: list[Link],
+        start_ns: int,
+    ) -> None:
+        self.owner = owner
+        self.node = node  # strong ref: keeps id(node) unique while the invocation lives
+        self.name = name
+        self.start_ns = start_ns
+        self.chat: ChatInvocation | None = None
+        self.pending_tools: list[ToolInvocation] = []  # announced this iteration, not spawned yet
+        self.tools: list[ToolInvocation] = []  # the spawned batch, by child position
+        self.models: set[str] = set()
+        self.llm_calls = 0
+        self.tool_calls = 0
+        self.usage: TokenUsage | None = None
+        self.ended = False
+        self.span = owner.tracer.start_span(
+            f"{semconv.OP_INVOKE_AGENT} {name}" if name else semconv.OP_INVOKE_AGENT,
+            context=parent,
+            kind=SpanKind.INTERNAL,
+            attributes=attrs,
+            links=links,
+            start_time=start_ns,
+        )
+        self.context = trace.set_span_in_context(self.span)  # the parent of its chat and tool spans
+
+    # ------------------------------------------------------------------ children
+    def chat_started(self, chat: ChatInvocation) -> None:
+        if self.chat is not None:  # a previous call never saw its AfterLLMCallEvent
+            self.end_chat(reason=semconv.END_ERROR)
+        self.chat = chat
+        self.models.add(chat.model)
+        self.llm_calls += 1
+
+    def end_chat(
+        self,
+        error: BaseException | None = None,
+        *,
+        reason: str | None = None,
+        end_ns: int | None = None,
+        withhold_output: bool = False,
+    ) -> None:
+        """End the open chat: normally (its response arrived) or with ``error``/``reason``."""
+        chat, self.chat = self.chat, None
+        if chat is None:
+            return
+        if error is None and reason is None and chat.response is not None:
+            usage = chat.stop(withhold_output=withhold_output)
+        else:
+            usage = chat.fail(error, reason=reason, end_ns=end_ns)
+        if usage is not None:
+            if self.usage is None:
+                self.usage = TokenUsage()
+            self.usage.add(usage)
+
+    def tool_announced(self, tool: ToolInvocation) -> None:
+        self.pending_tools.append(tool)
+        self.tool_calls += 1
+
+    def tools_spawned(self, tool_uses: list[Any]) -> None:
+        """The step returned ``Spawn``: child ``i`` runs ``tool_uses[i]``; bind the announced tool
+        calls to those positions (flowra spawns them in the order they were announced)."""
+        pending, self.pending_tools = self.pending_tools, []
+        batch: list[ToolInvocation] = []
+        for tool_use in tool_uses:
+            if tool_use is None or not pending:
+                continue
+            # The announced call whose final tool use this is; else the next one in order.
+            match = next((t for t in pending if t.tool_use is tool_use), pending[0])
+            pending.remove(match)
+            batch.append(match)
+        for leftover in pending:  # announced but never spawned
+            leftover.fail(reason=semconv.END_ERROR)
+        self.tools = batch
+
+    def tool_at(self, index: int | None) -> ToolInvocation | None:
+        tools = self.tools
+        return tools[index] if index is not None and 0 <= index < len(tools) else None
+
+    def tool_for_result(self, tool_use: Any) -> ToolInvocation | None:
+        """The spawned call an AfterToolCallEvent reports on: results arrive in call order; the
+        same tool-use object, else the same id, else the next open call."""
+        open_tools = [t for t in self.tools if not t.ended]
+        if not open_tools:
+            return None
+        for tool in open_tools:
+            if tool.tool_use is tool_use:
+                return tool
+        wanted = getattr(tool_use, "id", None)
+        for tool in open_tools:
+            if getattr(tool.tool_use, "id", None) == wanted:
+                return tool
+        return open_tools[0]
+
+    # ------------------------------------------------------------------ end
+    def stop(self, result: Any = None) -> None:
+        """The agent completed (``result``: its ``ToolLoopResult``, if it returned one)."""
+        self._end(None, None, result)
+
+    def fail(self, error: BaseException | None = None, *, reason: str | None = None) -> None:
+        """The agent raised, was interrupted, or its run ended around it."""
+        self._end(error, reason, None)
+
+    def _end(self, error: BaseException | None, reason: str | None, result: Any) -> None:
+        if self.ended:
+            return
+        self.ended = True
+        end_ns = time.time_ns()
+        error_type = end_error_type(error, reason)
+        try:
+            child_reason = reason or semconv.END_RUN_ENDED
+            guarded(self.end_chat, error, reason=child_reason, end_ns=end_ns)
+            for tool in self.pending_tools + self.tools:
+                guarded(tool.fail, error, reason=child_reason, end_ns=end_ns)
+            self._apply_finish(error, reason, result)
+        except Exception:
+            logger.exception("flowra_otel: could not record the end of an invoke_agent span; it still ends")
+        finally:
+            self.span.end(end_time=end_ns)
+        guarded(self._record_metrics, end_ns, error_type)
+
+    def _apply_finish(self, error: BaseException | None, reason: str | None, result: Any) -> None:
+        span = self.span
+        if not span.is_recording():
+            return
+        result_usage = TokenUsage.of(getattr(result, "usage", None)) if result is not None else None
+        usage = result_usage or self.usage
+        if usage is not None:
+            span.set_attributes(attributes.agent_usage_attributes(usage))
+        if result is not None:
+            span.set_attributes(attributes.tool_loop_result_attributes(result))
+        span.set_attribute(semconv.FLOWRA_TOOL_LOOP_ITERATIONS, self.llm_calls)
+        if len(self.models) == 1:
+            span.set_attribute(semconv.GEN_AI_REQUEST_MODEL, next(iter(self.models)))
+        record_end(span, error=error, reason=reason, render=self.owner.options.renderer)
+
+    def _record_metrics(self, end_ns: int, error_type: str | None) -> None:
+        self.owner.instruments.record_agent(
+            self.name,
+            next(iter(self.models)) if len(self.models) == 1 else None,
+            duration_s=(end_ns - self.start_ns) / 1e9,
+            error_type=error_type,
+            inference_calls=self.llm_calls,
+            tool_calls=self.tool_calls,
+        )

@@ -1,0 +1,165 @@
+"""``ChatInvocation``: one ``chat`` span, the whole life of one LLM call.
+
+Why an object per span (the shape of opentelemetry-util-genai's invocation types): every fact
+about the call (request, response, first chunk, post-hook tool uses) is gathered on the object,
+the span's start attributes are built before ``start_span`` (samplers see them), and the span is
+ended by exactly one ``stop()`` or ``fail()``, whose ``span.end()`` runs whatever building the
+end attributes or the metrics does. No input can leave a ``chat`` span open.
+
+The span ends at the moment the response arrived, but its output is written only when the step
+that made the call ends: the BeforeToolCallEvent hooks of that step may still rewrite the tool
+calls the output message shows, and output is withheld if one of them raised.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry.context import Context
+from opentelemetry.trace import SpanKind
+
+from . import attributes, content, semconv
+from .attributes import TokenUsage
+from .errors import end_error_type, record_end
+from .safety import guarded, safe_str, utf8_safe
+
+if TYPE_CHECKING:
+    from .hooks import OtelHooks
+
+logger = logging.getLogger("flowra_otel")
+
+
+class ChatInvocation:
+    """One LLM call: started before the provider is called, stopped when its response arrived."""
+
+    __slots__ = (
+        "end_ns",
+        "ended",
+        "first_chunk_ns",
+        "model",
+        "owner",
+        "provider",
+        "record_content",
+        "response",
+        "span",
+        "start_ns",
+        "tool_uses",
+    )
+
+    def __init__(
+        self,
+        owner: OtelHooks,
+        parent: Context,
+        request: Any,
+        *,
+        stamp: attributes.Attributes,
+        streaming: bool,
+        start_ns: int,
+    ) -> None:
+        self.owner = owner
+        self.start_ns = start_ns
+        self.end_ns: int | None = None
+        self.first_chunk_ns: int | None = None
+        self.response: Any = None
+        self.tool_uses: dict[str, Any] = {}  # original tool-use id -> the tool use after its hooks
+        self.ended = False
+        self.record_content = owner.options.capture_content
+        provider, model = owner.options.resolve_provider_and_model(safe_str(request.model))
+        self.provider = utf8_safe(provider)
+        self.model = utf8_safe(model)
+        attrs = attributes.chat_start_attributes(request, self.provider, self.model, streaming=streaming)
+        attrs.update(stamp)
+        self.span = owner.tracer.start_span(
+            f"{semconv.OP_CHAT} {self.model}" if self.model else semconv.OP_CHAT,
+            context=parent,
+            kind=SpanKind.CLIENT,
+            attributes=attrs,
+            start_time=start_ns,
+        )
+
+    def record_request(self, request: Any) -> None:
+        """The request as every BeforeLLMCallEvent hook left it (content capture only)."""
+        if not self.record_content or not self.span.is_recording():
+            return
+        options = self.owner.options
+        system, messages = content.split_messages(request.messages)
+        span = self.span
+        span.set_attribute(semconv.GEN_AI_INPUT_MESSAGES, options.render(messages))
+        if system:
+            span.set_attribute(semconv.GEN_AI_SYSTEM_INSTRUCTIONS, options.render(system))
+        if request.tools:
+            span.set_attribute(semconv.GEN_AI_TOOL_DEFINITIONS, options.render(content.tool_definitions(request.tools)))
+
+    def chunk(self) -> None:
+        if self.first_chunk_ns is None:
+            self.first_chunk_ns = time.time_ns()
+
+    def respond(self, response: Any, at_ns: int) -> None:
+        """The provider returned (after every AfterLLMCallEvent hook); the span ends at ``at_ns``."""
+        self.response = response
+        self.end_ns = at_ns
+
+    def stop(self, *, withhold_output: bool = False) -> TokenUsage | None:
+        """The call succeeded: end the span when its response arrived. Returns its usage."""
+        return self._end(None, None, self.end_ns or time.time_ns(), withhold_output=withhold_output)
+
+    def fail(
+        self, error: BaseException | None = None, *, reason: str | None = None, end_ns: int | None = None
+    ) -> TokenUsage | None:
+        """The call failed, or ends early because its agent does. A call whose response had
+        already arrived completed: a later failure is not the call's."""
+        if self.response is not None:
+            return self._end(None, None, self.end_ns or end_ns or time.time_ns(), withhold_output=True)
+        return self._end(error, reason, end_ns or time.time_ns(), withhold_output=True)
+
+    def _end(
+        self, error: BaseException | None, reason: str | None, end_ns: int, *, withhold_output: bool
+    ) -> TokenUsage | None:
+        if self.ended:
+            return None
+        self.ended = True
+        usage: TokenUsage | None = None
+        error_type = end_error_type(error, reason)
+        try:
+            usage = TokenUsage.of(getattr(self.response, "usage", None))
+            self._apply_finish(error, reason, usage, withhold_output=withhold_output)
+        except Exception:
+            logger.exception("flowra_otel: could not record the end of a chat span; it still ends")
+        finally:
+            self.span.end(end_time=end_ns)
+        guarded(self._record_metrics, end_ns, error_type, usage)
+        return usage
+
+    def _apply_finish(
+        self, error: BaseException | None, reason: str | None, usage: TokenUsage | None, *, withhold_output: bool
+    ) -> None:
+        span = self.span
+        if not span.is_recording():
+            return
+        response = self.response
+        options = self.owner.options
+        if response is not None:
+            span.set_attributes(attributes.chat_response_attributes(response, usage))
+            if self.record_content and not withhold_output:
+                span.set_attribute(
+                    semconv.GEN_AI_OUTPUT_MESSAGES,
+                    options.render(content.output_messages(response.message, response.stop_reason, self.tool_uses)),
+                )
+        if self.first_chunk_ns is not None:
+            span.set_attribute(semconv.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, (self.first_chunk_ns - self.start_ns) / 1e9)
+        record_end(span, error=error, reason=reason, render=options.renderer)
+
+    def _record_metrics(self, end_ns: int, error_type: str | None, usage: TokenUsage | None) -> None:
+        first_chunk = self.first_chunk_ns
+        self.owner.instruments.record_chat(
+            self.provider,
+            self.model,
+            duration_s=(end_ns - self.start_ns) / 1e9,
+            error_type=error_type,
+            first_chunk_s=(first_chunk - self.start_ns) / 1e9 if first_chunk is not None else None,
+            input_tokens=usage.input if usage is not None else None,
+            output_tokens=usage.output if usage is not None else None,
+            cost_usd=usage.cost_usd if usage is not None else None,
+        )

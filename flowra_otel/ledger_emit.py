@@ -1,0 +1,69 @@
+"""flowra's ``HookRegistry.emit``, handler by handler, noting which handler changed a tool field.
+
+Why: the redaction ledger names the hook that replaced ``BeforeToolCallEvent.tool_use`` or
+``AfterToolCallEvent.result``. flowra's own emit gives no per-handler view, so for the two tool
+events (and only when a handler other than an ``OtelHooks`` is on the registry) the plugin runs
+the same loop itself: same ``Event`` envelope, same live handler list, same order, same awaiting
+(flowra 0.0.3 - 0.0.8 are identical here), plus one identity check after each handler. A
+``propagate_to`` forwarder's nested emit runs through here too and updates the tracker first, so
+the forwarder itself is never blamed for a change made by a handler of the target registry.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from typing import Any, Final
+
+from . import redaction
+from ._flowra import Event, events, registry_context, registry_handlers
+from .safety import changed
+
+logger = logging.getLogger("flowra_otel")
+
+LEDGER_FIELDS: Final[dict[type[Any], str]] = {
+    events.BeforeToolCallEvent: "tool_use",
+    events.AfterToolCallEvent: "result",
+}
+"""Tool events whose payload field hooks may replace, and whose changes the ledger records."""
+
+
+class FieldTracker:
+    """The tracked field of one event object across every handler of its (outermost) emit."""
+
+    __slots__ = ("change", "field", "last")
+
+    def __init__(self, field: str, value: Any) -> None:
+        self.field = field
+        self.last = value  # the field's value after the latest handler
+        self.change: redaction.FieldChange | None = None
+
+    def observe(self, value: Any, handler: Any) -> None:
+        """Called when ``value`` is not the last value seen (identity): equality decides."""
+        if not changed(value, self.last):
+            return
+        if self.change is None:
+            ledger_field = redaction.FIELD_ARGUMENTS if self.field == "tool_use" else redaction.FIELD_RESULT
+            self.change = redaction.FieldChange(ledger_field, self.last)
+        self.change.handlers.append(redaction.handler_name(handler))
+        self.last = value
+
+
+async def emit_tracking(registry: Any, data: Any, tracker: FieldTracker) -> Any:
+    """``registry.emit(data)`` with ``tracker`` told about every handler's change."""
+    event = Event(data=data, context=registry_context(registry))
+    handlers = registry_handlers(registry, type(data))
+    if handlers:
+        field = tracker.field
+        for handler in handlers:
+            result = handler(event)
+            if inspect.isawaitable(result):
+                await result
+            value = getattr(event.data, field, None)
+            if value is not tracker.last:
+                try:
+                    tracker.observe(value, handler)
+                except Exception:  # the ledger loses an entry; the agent never notices
+                    logger.exception("flowra_otel: could not note a hook's change for the redaction ledger")
+                    tracker.last = value
+    return event.data

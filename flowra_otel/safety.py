@@ -1,0 +1,115 @@
+"""Helpers that keep the plugin from ever raising into flowra or sending the exporter a bad value.
+
+Why one module: the plugin runs inside flowra's ``emit`` and engine steps and reads values that
+users, hooks and models control (tool inputs, usage objects, exception messages, tool names). Any
+comparison, conversion or ``str()`` of such a value can raise, and one lone surrogate in one
+string makes the OTLP encoder drop a whole export batch. Every such operation goes through here.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from opentelemetry.util.types import AttributeValue
+
+logger = logging.getLogger("flowra_otel")
+
+
+def guarded[**P](fn: Callable[P, object], /, *args: P.args, **kwargs: P.kwargs) -> None:
+    """Run ``fn``; an exception is logged and swallowed: the agent is never affected."""
+    try:
+        fn(*args, **kwargs)
+    except Exception:
+        logger.exception("flowra_otel: internal error in %s; the agent is unaffected", _name(fn))
+
+
+def _name(fn: object) -> str:
+    return str(getattr(fn, "__qualname__", None) or type(fn).__qualname__)
+
+
+def changed(new: Any, old: Any) -> bool:
+    """Whether a hook replaced a value: identity first, equality guarded.
+
+    Equality of user values can raise or be ambiguous (array-likes compare element-wise); a value
+    whose equality cannot be decided counts as changed, which only costs a ledger entry.
+    """
+    if new is old:
+        return False
+    try:
+        return not bool(new == old)
+    except Exception:
+        return True
+
+
+def safe_str(value: object) -> str:
+    """``str(value)`` that never raises (a ``__str__`` may), UTF-8 encodable."""
+    try:
+        text = value if isinstance(value, str) else str(value)
+    except Exception:
+        text = f"<{type(value).__qualname__}: str() failed>"
+    return utf8_safe(text)
+
+
+def utf8_safe(text: str) -> str:
+    """Lone surrogates (``surrogateescape`` decoding, sliced emoji) cannot be encoded as UTF-8 and
+    make OTLP exporters fail a whole batch: each becomes U+FFFD. ASCII text costs one C-level check.
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATES.sub("\ufffd", text)
+    return text
+
+
+_SURROGATES: Final = re.compile("[\ud800-\udfff]")
+
+
+def safe_int(value: object) -> int:
+    """A token count as an int; anything that is not a finite number counts as 0."""
+    if type(value) is int:
+        return value
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except Exception:
+        return 0
+    return int(number) if math.isfinite(number) else 0
+
+
+def safe_float(value: object) -> float | None:
+    """A cost as a float, or None when it is absent or not a finite number."""
+    if value is None:
+        return None
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except Exception:
+        return None
+    return number if math.isfinite(number) else None
+
+
+_PRIMITIVES: Final = (str, bool, int, float)
+
+
+def safe_attributes(attrs: Mapping[str, Any]) -> dict[str, AttributeValue]:
+    """Attribute values as OpenTelemetry accepts them: strings UTF-8-safe, lists homogeneous."""
+    out: dict[str, AttributeValue] = {}
+    for key, value in attrs.items():
+        if isinstance(value, str):
+            out[key] = utf8_safe(value)
+        elif isinstance(value, _PRIMITIVES):
+            out[key] = value
+        elif isinstance(value, list | tuple):
+            items = list(value)
+            kinds = {type(v) for v in items}
+            if len(kinds) == 1 and kinds <= {bool, int, float}:
+                out[key] = items
+            else:
+                out[key] = [utf8_safe(v) if isinstance(v, str) else safe_str(v) for v in items]
+        elif value is not None:
+            out[key] = safe_str(value)
+    return out

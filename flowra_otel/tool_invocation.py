@@ -1,0 +1,164 @@
+"""``ToolInvocation``: one ``execute_tool`` span, from a BeforeToolCallEvent to its AfterToolCallEvent.
+
+Why an object per span: see ``chat_invocation``. A tool call is identified by the invocation
+object itself (the router binds it to the tool-call node flowra spawns for it, by position),
+never by the model's tool-use id, which models do not guarantee to be unique; the id is only
+recorded data (``gen_ai.tool.call.id``).
+
+Values are written only after every hook of the event ran: the arguments when BeforeToolCallEvent
+returned (with the ledger of what hooks changed), the result when AfterToolCallEvent returned.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry.context import Context
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from . import attributes, redaction, semconv
+from .errors import end_error_type, record_end
+from .safety import changed, guarded, safe_str
+
+if TYPE_CHECKING:
+    from .hooks import OtelHooks
+
+logger = logging.getLogger("flowra_otel")
+
+
+class ToolInvocation:
+    """One tool call of one tool-loop iteration."""
+
+    __slots__ = (
+        "agent_name",
+        "ended",
+        "error_type",
+        "name",
+        "owner",
+        "redacted_fields",
+        "span",
+        "start_ns",
+        "tool_use",
+    )
+
+    def __init__(
+        self,
+        owner: OtelHooks,
+        parent: Context,
+        tool_use: Any,
+        *,
+        agent_name: str,
+        stamp: attributes.Attributes,
+        start_ns: int,
+    ) -> None:
+        self.owner = owner
+        self.agent_name = agent_name
+        self.start_ns = start_ns
+        self.tool_use = tool_use  # as the hooks left it, once BeforeToolCallEvent returned
+        self.name = safe_str(getattr(tool_use, "name", ""))
+        self.redacted_fields: list[str] = []
+        self.ended = False
+        self.error_type: str | None = None
+        attrs: attributes.Attributes = {
+            semconv.GEN_AI_OPERATION_NAME: semconv.OP_EXECUTE_TOOL,
+            semconv.GEN_AI_TOOL_NAME: self.name,
+            semconv.GEN_AI_TOOL_TYPE: semconv.TOOL_TYPE_FUNCTION,
+            semconv.GEN_AI_TOOL_CALL_ID: safe_str(getattr(tool_use, "id", "")),
+            semconv.GEN_AI_AGENT_NAME: agent_name,
+            **stamp,
+        }
+        self.span = owner.tracer.start_span(
+            f"{semconv.OP_EXECUTE_TOOL} {self.name}",
+            context=parent,
+            kind=SpanKind.INTERNAL,
+            attributes=attrs,
+            start_time=start_ns,
+        )
+
+    def called(self, tool_use: Any, change: redaction.FieldChange | None) -> None:
+        """BeforeToolCallEvent returned: ``tool_use`` is what will run (a hook may have replaced
+        it: another id, another tool, scrubbed arguments)."""
+        original = self.tool_use
+        self.tool_use = tool_use
+        span = self.span
+        recording = span.is_recording()
+        final_id = safe_str(getattr(tool_use, "id", ""))
+        if recording and final_id != safe_str(getattr(original, "id", "")):
+            span.set_attribute(semconv.GEN_AI_TOOL_CALL_ID, final_id)
+        final_name = safe_str(getattr(tool_use, "name", ""))
+        if final_name != self.name:  # a hook redirected the call: name the tool that actually runs
+            self.name = final_name
+            if recording:
+                span.update_name(f"{semconv.OP_EXECUTE_TOOL} {final_name}")
+                span.set_attribute(semconv.GEN_AI_TOOL_NAME, final_name)
+        self._record_ledger(change, tool_use)
+        options = self.owner.options
+        if options.capture_content and recording:
+            span.set_attribute(semconv.GEN_AI_TOOL_CALL_ARGUMENTS, options.render(getattr(tool_use, "input", None)))
+
+    def stop(self, result: Any, change: redaction.FieldChange | None) -> None:
+        """AfterToolCallEvent returned: ``result`` is what the model will see."""
+        if self.ended:
+            return
+        self.ended = True
+        end_ns = time.time_ns()
+        error_type: str | None = None
+        try:
+            is_error = bool(getattr(result, "is_error", False))
+            error_type = semconv.ERROR_TYPE_TOOL if is_error else None
+            self._record_ledger(change, result)
+            self._apply_result(result, is_error=is_error)
+        except Exception:
+            logger.exception("flowra_otel: could not record a tool result; its span still ends")
+        finally:
+            self.span.end(end_time=end_ns)
+        guarded(self._record_metrics, end_ns, error_type)
+
+    def fail(self, error: BaseException | None = None, *, reason: str | None = None, end_ns: int | None = None) -> None:
+        """The call raised, or ends without a result because its agent or run does."""
+        if self.ended:
+            return
+        self.ended = True
+        end = end_ns or time.time_ns()
+        error_type = end_error_type(error, reason)
+        try:
+            record_end(self.span, error=error, reason=reason, render=self.owner.options.renderer)
+        except Exception:
+            logger.exception("flowra_otel: could not record how a tool span ended; it still ends")
+        finally:
+            self.span.end(end_time=end)
+        guarded(self._record_metrics, end, error_type)
+
+    def _apply_result(self, result: Any, *, is_error: bool) -> None:
+        span = self.span
+        if not span.is_recording():
+            return
+        options = self.owner.options
+        text = safe_str(getattr(result, "content", ""))
+        if is_error:
+            span.set_attribute(semconv.ERROR_TYPE, semconv.ERROR_TYPE_TOOL)
+            span.set_attribute(semconv.FLOWRA_TOOL_IS_ERROR, True)
+            # The result text is content: it goes in the description only when capture is on.
+            render = options.renderer
+            span.set_status(Status(StatusCode.ERROR, render(text) if render is not None else None))
+        elif options.capture_content:
+            span.set_attribute(semconv.GEN_AI_TOOL_CALL_RESULT, options.render(text))
+
+    def _record_ledger(self, change: redaction.FieldChange | None, final: Any) -> None:
+        if change is None or not changed(final, change.original):
+            return
+        options = self.owner.options
+        span = self.span
+        self.redacted_fields.append(change.field)
+        if span.is_recording():
+            span.set_attribute(redaction.APPLIED, True)
+            span.set_attribute(redaction.FIELDS, list(self.redacted_fields))
+            span.set_attributes(change.attributes(final, options.redaction_hmac_key))
+        guarded(self.owner.instruments.record_redaction, self.name, change.field)
+
+    def _record_metrics(self, end_ns: int, error_type: str | None) -> None:
+        self.owner.instruments.record_tool(
+            self.name, self.agent_name, duration_s=(end_ns - self.start_ns) / 1e9, error_type=error_type
+        )
