@@ -27,8 +27,10 @@ import flowra.agent as _agent
 __all__ = [
     "CONTINUATION_TYPES",
     "DELTA_EVENTS",
+    "EXECUTE_NODE",
     "INTERRUPTED_TYPE",
     "SPAN_EVENTS",
+    "SPAWN_TYPE",
     "TRACED_EVENTS",
     "AgentRuntime",
     "Engine",
@@ -55,7 +57,6 @@ __all__ = [
     "runtime_storage",
     "services_of",
     "spawned_tool_uses",
-    "tool_use_of",
 ]
 
 events = _events
@@ -126,11 +127,6 @@ def registry_handlers(registry: Any, event_type: type[Any]) -> list[Any] | None:
     return handlers.get(event_type) if isinstance(handlers, dict) else None
 
 
-def registry_handler_map(registry: Any) -> dict[type[Any], list[Any]] | None:
-    handlers = getattr(registry, "_HookRegistry__handlers", None)
-    return handlers if isinstance(handlers, dict) else None
-
-
 def registry_context(registry: Any) -> Any:
     """The ``HookContext`` a registry stamps on the events it emits (None when it has none)."""
     return getattr(registry, "_HookRegistry__context", None)
@@ -173,18 +169,3 @@ def spawned_tool_uses(result: Any) -> list[Any] | None:
         spec = getattr(child, "spec", None)
         out.append(spec.tool_use if isinstance(spec, ToolCallSpec) else None)
     return out
-
-
-def tool_use_of(node: Any) -> ToolUseBlock | None:
-    """The tool use a tool-call node executes, or None when the node is not a tool call.
-
-    Newer flowra (0.0.8) keeps the agent's spec on the node (``agent_spec``); flowra 0.0.3 has
-    no such field, only the step's ``pending_spec``, which holds the ``ToolCallSpec`` while the
-    tool-call node's ``execute`` step runs (the only time this is asked: a step that raised, a
-    run started from inside a tool).
-    """
-    for field in ("agent_spec", "pending_spec"):
-        spec = getattr(node, field, None)
-        if isinstance(spec, ToolCallSpec):
-            return spec.tool_use
-    return None

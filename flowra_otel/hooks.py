@@ -20,7 +20,7 @@ from opentelemetry.trace import NoOpTracerProvider, Tracer, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
 from . import __version__, patches, semconv
-from ._flowra import DELTA_EVENTS, SPAN_EVENTS, TRACED_EVENTS, HookContext, HookRegistry
+from ._flowra import DELTA_EVENTS, SPAN_EVENTS, TRACED_EVENTS, HookContext, HookRegistry, registry_handlers
 from .content import DEFAULT_MAX_CONTENT_LENGTH, ContentPolicy, Redactor
 from .instruments import Instruments
 from .options import (
@@ -174,11 +174,8 @@ class OtelHooks:
 
 
 def _drop_auto_handlers(registry: HookRegistry) -> None:
-    handlers = getattr(registry, "_HookRegistry__handlers", None)
-    if not isinstance(handlers, dict):
-        return
     for event_type in TRACED_EVENTS:
-        current = handlers.get(event_type)
+        current = registry_handlers(registry, event_type)
         if current:
             current[:] = [
                 h for h in current if not (isinstance(owner := getattr(h, "__self__", None), OtelHooks) and owner._auto)

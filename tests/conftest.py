@@ -1,8 +1,11 @@
-"""Shared fixtures: the real OpenTelemetry SDK with in-memory exporter and metric reader.
+"""Shared fixtures and span assertions: the real OpenTelemetry SDK with in-memory exporter and
+metric reader, a span ledger that sees every span start and end, and the registry helper.
 
 Function-scoped, so every test sees only its own spans and data points. The autouse
 ``no_internal_errors`` fixture turns any error the plugin logs (and swallows, by design, in
-production) into a test failure, so a bug cannot hide behind the never-break-the-host rule.
+production) into a test failure, so a bug cannot hide behind the never-break-the-host rule; it
+also fails a test on an ERROR from ``opentelemetry.context`` ("Failed to detach context"), which
+only a plugin that attaches and detaches in different tasks causes.
 """
 
 from __future__ import annotations
@@ -12,13 +15,17 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from flowra.agent import HookRegistry
+from opentelemetry.context import Context
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import Span as SdkSpan
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from flowra_otel import OtelHooks
+from flowra_otel import patches as otel_patches
 
 
 @pytest.fixture
@@ -71,3 +78,53 @@ def no_internal_errors(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
     expected = getattr(caplog, "flowra_otel_expected_errors", 0)
     if len(errors) != expected:
         pytest.fail(f"flowra_otel logged {len(errors)} internal error(s), expected {expected}: {errors}")
+    detach = [r for r in records if r.name == "opentelemetry.context" and r.levelno >= logging.ERROR]
+    if detach:
+        pytest.fail(f"opentelemetry.context logged {len(detach)} error(s): {detach}")
+
+
+class SpanLedger(SpanProcessor):
+    """Sees every span of the tracer provider start and end (exporters only see the end)."""
+
+    def __init__(self) -> None:
+        self.started: dict[int, str] = {}
+        self.ended: dict[int, str] = {}
+
+    def on_start(self, span: SdkSpan, parent_context: Context | None = None) -> None:
+        self.started[span.context.span_id] = span.name
+
+    def on_end(self, span: ReadableSpan) -> None:
+        assert span.context is not None
+        self.ended[span.context.span_id] = span.name
+
+    def open_spans(self) -> list[str]:
+        return sorted(name for sid, name in self.started.items() if sid not in self.ended)
+
+
+@pytest.fixture
+def ledger(tracer_provider: TracerProvider, caplog: pytest.LogCaptureFixture) -> Iterator[SpanLedger]:
+    """A ``SpanLedger`` on the test's tracer provider; fails the test if a span was touched after its end."""
+    processor = SpanLedger()
+    tracer_provider.add_span_processor(processor)
+    yield processor
+    # The SDK ignores a second end() or a late attribute (on_end cannot see them) and warns instead.
+    twice = [r for r in caplog.records if r.name.startswith("opentelemetry") and "ended span" in r.getMessage()]
+    assert twice == []
+
+
+def assert_all_ended(ledger: SpanLedger, exporter: InMemorySpanExporter) -> None:
+    """Every started span ended exactly once, was exported, and no run's book is still current."""
+    assert ledger.started, "no span was started at all"
+    assert ledger.open_spans() == []
+    exported = {s.context.span_id for s in exporter.get_finished_spans() if s.context is not None}
+    assert exported == set(ledger.started)
+    assert otel_patches.current_book() is None
+
+
+def hooks_with(otel: OtelHooks, *providers: object) -> HookRegistry:
+    """A registry carrying ``otel`` (and any further hook providers, in order)."""
+    registry = HookRegistry()
+    registry.add(otel)
+    for provider in providers:
+        registry.add(provider)  # type: ignore[arg-type]
+    return registry

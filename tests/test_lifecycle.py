@@ -58,6 +58,7 @@ from flowra_otel import patches as otel_patches
 from flowra_otel._flowra import TRACED_EVENTS
 from flowra_otel.span_book import SpanBook
 from tests import span_tree
+from tests.conftest import SpanLedger, assert_all_ended, hooks_with
 from tests.flowra_support import (
     _GENERIC_AGENT,
     HAS_AGENT_TOOLS,
@@ -110,50 +111,6 @@ END_KEYS = (semconv.FLOWRA_END_REASON, semconv.ERROR_TYPE)
 
 
 # ================================================================================ helpers
-class SpanLedger(SpanProcessor):
-    """Sees every span of the tracer provider start and end (exporters only see the end)."""
-
-    def __init__(self) -> None:
-        self.started: dict[int, str] = {}
-        self.ended: dict[int, str] = {}
-
-    def on_start(self, span: SdkSpan, parent_context: Context | None = None) -> None:
-        self.started[span.context.span_id] = span.name
-
-    def on_end(self, span: ReadableSpan) -> None:
-        assert span.context is not None
-        self.ended[span.context.span_id] = span.name
-
-    def open_spans(self) -> list[str]:
-        return sorted(name for sid, name in self.started.items() if sid not in self.ended)
-
-
-@pytest.fixture
-def ledger(tracer_provider: TracerProvider, caplog: pytest.LogCaptureFixture) -> Iterator[SpanLedger]:
-    """A ``SpanLedger`` on the test's tracer provider; fails the test if a span was touched after its end."""
-    processor = SpanLedger()
-    tracer_provider.add_span_processor(processor)
-    yield processor
-    # The SDK ignores a second end() or a late attribute (on_end cannot see them) and warns instead.
-    twice = [r for r in caplog.records if r.name.startswith("opentelemetry") and "ended span" in r.getMessage()]
-    assert twice == []
-
-
-def assert_all_ended(ledger: SpanLedger, exporter: InMemorySpanExporter) -> None:
-    """Every started span ended exactly once, was exported, and no run's book is still current."""
-    assert ledger.started, "no span was started at all"
-    assert ledger.open_spans() == []
-    exported = {s.context.span_id for s in exporter.get_finished_spans() if s.context is not None}
-    assert exported == set(ledger.started)
-    assert otel_patches.current_book() is None
-
-
-def hooks_with(otel: OtelHooks) -> HookRegistry:
-    registry = HookRegistry()
-    registry.add(otel)
-    return registry
-
-
 def tree(exporter: InMemorySpanExporter, keys: tuple[str, ...] | None = ()) -> list[span_tree.Node]:
     return span_tree.build(exporter.get_finished_spans(), keys)
 
