@@ -25,6 +25,24 @@ value outside the members is accepted, except (a) ``_OTHER``, which the conventi
 for ``error.type``, and (b) a near miss of a member (same letters, other case or separators, e.g.
 ``Chat`` or ``tool-call``), which is a misspelt well-known value.  ``gen_ai.token.type`` is treated
 as closed: the token-usage histogram means nothing with a third value.
+
+Run over every test (in ``tests/conftest.py``): after the test body, before fixtures tear down::
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+        result = yield  # re-raises if the test failed: nothing more to say then
+        if item.get_closest_marker("semconv_exempt") is None:
+            funcargs = getattr(item, "funcargs", {})
+            exporter = funcargs.get("span_exporter")
+            problems = check_spans(exporter.get_finished_spans()) if exporter is not None else []
+            if "meter_provider" in funcargs:  # a reader never attached to a provider cannot collect
+                problems += check_metrics(funcargs["metric_reader"].get_metrics_data())
+            if problems:
+                pytest.fail("GenAI semconv violations:\n" + "\n".join(sorted(set(problems))), pytrace=False)
+        return result
+
+plus ``config.addinivalue_line("markers", "semconv_exempt: ...")`` in ``pytest_configure`` for tests
+that plant violations on purpose.
 """
 
 from __future__ import annotations
