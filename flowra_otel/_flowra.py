@@ -50,6 +50,7 @@ __all__ = [
     "agent_name_of",
     "child_index_of",
     "events",
+    "forward_target",
     "node_id_of",
     "parent_of",
     "registry_context",
@@ -125,6 +126,17 @@ def registry_handlers(registry: Any, event_type: type[Any]) -> list[Any] | None:
     """The live handler list of ``registry`` for ``event_type`` (flowra's own list, not a copy)."""
     handlers = getattr(registry, "_HookRegistry__handlers", None)
     return handlers.get(event_type) if isinstance(handlers, dict) else None
+
+
+def forward_target(handler: Any) -> Any:
+    """The registry a ``propagate_to`` forwarder re-emits to, or None for any other handler.
+
+    Every flowra from 0.0.3 to 0.0.8 registers ``async def _forward(event, _target=target)``.
+    """
+    if getattr(handler, "__name__", None) != "_forward":
+        return None
+    defaults = getattr(handler, "__defaults__", None)
+    return defaults[0] if defaults else None
 
 
 def registry_context(registry: Any) -> Any:

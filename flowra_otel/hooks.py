@@ -19,7 +19,7 @@ from opentelemetry.metrics import Meter, MeterProvider, NoOpMeterProvider
 from opentelemetry.trace import NoOpTracerProvider, Tracer, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
-from . import __version__, patches, semconv
+from . import __version__, patches, semconv, span_book
 from ._flowra import DELTA_EVENTS, SPAN_EVENTS, TRACED_EVENTS, HookContext, HookRegistry, registry_handlers
 from .content import DEFAULT_MAX_CONTENT_LENGTH, ContentPolicy, Redactor
 from .instruments import Instruments
@@ -171,6 +171,9 @@ class OtelHooks:
 
     def __repr__(self) -> str:
         return f"OtelHooks(capture_content={self._options.capture_content})"
+
+
+span_book.PLUGIN_HANDLERS.add(OtelHooks._on_event)
 
 
 def _drop_auto_handlers(registry: HookRegistry) -> None:

@@ -32,7 +32,7 @@ from opentelemetry import trace
 from . import durable
 from ._flowra import EXECUTE_NODE, AgentRuntime, Engine, HookRegistry, LLMProvider, runtime_storage
 from .safety import guarded
-from .span_book import DELTA_EVENT_TYPES, INTERESTING_EVENTS, SpanBook, StepScope
+from .span_book import DELTA_EVENT_TYPES, INTERESTING_EVENTS, SpanBook, StepScope, may_be_traced
 
 logger = logging.getLogger("flowra_otel")
 
@@ -147,6 +147,8 @@ def _patched_emit(original: Any) -> Any:
         if type(data) in DELTA_EVENT_TYPES:
             guarded(book.chunk, step.node)
             return original(self, data)
+        if not step.frames and not may_be_traced(self, type(data)):
+            return original(self, data)  # no OtelHooks can see it: nothing to finish after the hooks
         return book.emit(step, original, self, data)
 
     return emit

@@ -44,6 +44,7 @@ from ._flowra import (
     agent_name_of,
     child_index_of,
     events,
+    forward_target,
     node_id_of,
     parent_of,
     registry_context,
@@ -449,12 +450,28 @@ class SpanBook:
         return self.caller_context
 
 
+PLUGIN_HANDLERS: set[Any] = set()
+"""The functions ``OtelHooks`` registers (filled in by ``hooks.py``): how a handler is told apart."""
+
+
+def _is_plugin_handler(handler: Any) -> bool:
+    return getattr(handler, "__func__", None) in PLUGIN_HANDLERS
+
+
 def _has_foreign_handler(registry: Any, event_type: type[Any]) -> bool:
     """Whether a handler other than an ``OtelHooks`` (which never changes events) is registered."""
-    from .hooks import OtelHooks
+    return any(not _is_plugin_handler(h) for h in registry_handlers(registry, event_type) or ())
 
+
+def may_be_traced(registry: Any, event_type: type[Any], depth: int = 0) -> bool:
+    """Whether an ``OtelHooks`` can see this event on ``registry``: one of its handlers, or a
+    ``propagate_to`` forwarder to a registry where one can. Events no ``OtelHooks`` can see go
+    straight to flowra's own emit."""
     for handler in registry_handlers(registry, event_type) or ():
-        if not isinstance(getattr(handler, "__self__", None), OtelHooks):
+        if _is_plugin_handler(handler):
+            return True
+        target = forward_target(handler)
+        if target is not None and depth < 8 and may_be_traced(target, event_type, depth + 1):
             return True
     return False
 
@@ -465,13 +482,10 @@ def _owner_on(node: Any) -> OtelHooks | None:
     A custom agent emits no events, so no handler ever claims its provider calls; the
     plugin traces them only when the registry that agent is given carries an ``OtelHooks``.
     """
-    from .hooks import OtelHooks
-
     registry = services_of(node).get(HookRegistry)
     for handler in registry_handlers(registry, events.BeforeLLMCallEvent) or ():
-        owner = getattr(handler, "__self__", None)
-        if isinstance(owner, OtelHooks):
-            return owner
+        if _is_plugin_handler(handler):
+            return handler.__self__  # type: ignore[no-any-return]
     return None
 
 
@@ -498,4 +512,12 @@ def _is_streaming(registry: Any) -> bool:
     return any(bool(has(cls)) for cls in DELTA_EVENTS)
 
 
-__all__ = ["DELTA_EVENT_TYPES", "INTERESTING_EVENTS", "EmitFrame", "SpanBook", "StepScope"]
+__all__ = [
+    "DELTA_EVENT_TYPES",
+    "INTERESTING_EVENTS",
+    "PLUGIN_HANDLERS",
+    "EmitFrame",
+    "SpanBook",
+    "StepScope",
+    "may_be_traced",
+]
