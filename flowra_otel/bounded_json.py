@@ -40,6 +40,8 @@ limit (the encoder recurses too), far above any real tool input."""
 SCRUB_MARGIN: Final = 256
 """Characters beyond the cut that are scrubbed with the kept part, so a secret straddling the cut
 is matched whole (and its visible head replaced) rather than shown in part."""
+USEFUL_LEAF: Final = 64
+"""Below this many characters per leaf, ``fit`` prefers showing fewer items whole."""
 WORK_FACTOR: Final = 4
 """A tree stops growing after ``WORK_FACTOR * budget`` characters: ``fit`` only ever removes."""
 
@@ -271,34 +273,41 @@ def _has_own_str(obj: object) -> bool:
 def fit(tree: Any, budget: int, *, prune_from: int) -> Any | None:
     """Shrink ``tree`` until its JSON is at most ``budget`` characters, or None if it cannot be.
 
-    First every string leaf is capped at the largest length that fits (so short leaves stay whole
-    and the longest lose most), then, if markers alone are too much, containers at depth
-    ``prune_from`` or deeper keep only their first items (followed by a marker item). Containers
-    above ``prune_from`` are the caller's schema (message lists, parts): the caller decides what a
-    marker looks like there, when this returns None.
+    First every string leaf is capped at the largest length that fits (short leaves stay whole,
+    the longest lose most). If that leaves less than ``USEFUL_LEAF`` characters per leaf (many
+    mid-sized leaves), containers at depth ``prune_from`` or deeper keep only their first items,
+    whole, followed by a marker item; failing that, fewer items with every leaf a bare marker.
+    Containers above ``prune_from`` are the caller's schema (message lists, parts): the caller
+    decides what a marker looks like there, when this returns None.
     """
     if len(dumps_tree(tree)) <= budget:
         return tree
-    best = _search(lambda cap: _recut(tree, cap, None, prune_from, 0), _longest_leaf(tree), budget)
-    if best is not None:
-        return best
+    longest = _longest_leaf(tree)
+    cap, by_leaves = _search(lambda c: _recut(tree, c, None, prune_from, 0), longest, budget)
     widest = _widest(tree, prune_from, 0)
+    if by_leaves is not None and (cap >= USEFUL_LEAF or widest == 0):
+        return by_leaves
     if widest == 0:
         return None
-    return _search(lambda n: _recut(tree, 0, n, prune_from, 0), widest - 1, budget)
+    _, by_items = _search(lambda n: _recut(tree, longest, n, prune_from, 0), widest - 1, budget)
+    if by_items is not None:
+        return by_items
+    if by_leaves is not None:
+        return by_leaves
+    return _search(lambda n: _recut(tree, 0, n, prune_from, 0), widest - 1, budget)[1]
 
 
-def _search(build: Callable[[int], Any], high: int, budget: int) -> Any | None:
+def _search(build: Callable[[int], Any], high: int, budget: int) -> tuple[int, Any | None]:
     """Largest ``k`` in ``[0, high]`` whose ``build(k)`` fits (size grows with ``k``)."""
-    low, best = 0, None
+    low, best, best_k = 0, None, -1
     while low <= high:
         mid = (low + high) // 2
         candidate = build(mid)
         if len(dumps_tree(candidate)) <= budget:
-            best, low = candidate, mid + 1
+            best, best_k, low = candidate, mid, mid + 1
         else:
             high = mid - 1
-    return best
+    return best_k, best
 
 
 def _marker_len(total: int) -> int:
