@@ -202,8 +202,8 @@ class _Entry:
         self.roles: list[str] = []
 
     def same(self, message: Any, blocks: Sequence[Any] | None) -> bool:
-        """Still the message we rendered: same object, same block objects (a hook that replaced a
-        block in place in the history gets it re-rendered)."""
+        """Still the message we rendered: same object, same blocks (a hook that replaced a block
+        in place in the history gets it re-rendered)."""
         return self.message is message and _same_items(self.blocks, blocks)
 
 
@@ -445,11 +445,13 @@ _NEVER: Final = 1 << 30
 """``prune_from`` for trees whose every container is schema (only leaves may shrink)."""
 
 
-def _same_items(mine: Sequence[Any], theirs: Sequence[Any] | None) -> bool:
-    """Same length, same objects (identity: content objects may not even support ``==``)."""
-    if theirs is None:
-        return not mine
-    return len(mine) == len(theirs) and all(a is b for a, b in zip(mine, theirs, strict=True))
+def _same_items(mine: tuple[Any, ...], theirs: Sequence[Any] | None) -> bool:
+    """Same items: compared in C, identity first; a replaced item counts as the same only if it
+    is equal (a frozen flowra block with the same fields renders the same)."""
+    try:
+        return mine == (tuple(theirs) if theirs is not None else ())
+    except Exception:  # an odd item whose __eq__ raises: render again
+        return False
 
 
 def _marker_message(text: str) -> str:
