@@ -42,6 +42,9 @@ SCRUB_MARGIN: Final = 256
 is matched whole (and its visible head replaced) rather than shown in part."""
 USEFUL_LEAF: Final = 64
 """Below this many characters per leaf, ``fit`` prefers showing fewer items whole."""
+MEMO_FROM: Final = 4_096
+"""Strings at least this long are remembered by identity for the run (``MEMO_SIZE`` of them)."""
+MEMO_SIZE: Final = 32
 WORK_FACTOR: Final = 4
 """A tree stops growing after ``WORK_FACTOR * budget`` characters: ``fit`` only ever removes."""
 
@@ -111,10 +114,11 @@ class Walk:
     became ``REDACTION_FAILED``); the caller logs it once per attribute.
     """
 
-    __slots__ = ("_path", "cap", "failure", "scrub", "spent", "stop_at")
+    __slots__ = ("_path", "cap", "failure", "memo", "scrub", "spent", "stop_at")
 
-    def __init__(self, scrub: Scrub | None, cap: int | None) -> None:
+    def __init__(self, scrub: Scrub | None, cap: int | None, memo: dict[int, Any] | None = None) -> None:
         self.scrub = scrub
+        self.memo = memo
         self.cap = cap
         self.failure: BaseException | None = None
         self.spent = 0
@@ -134,8 +138,22 @@ class Walk:
         return utf8_safe(text)
 
     def string(self, text: str) -> str | Cut:
-        cap = self.cap
         total = len(text)
+        memo = self.memo
+        if memo is None or total < MEMO_FROM:
+            return self._string(text, total)
+        hit = memo.get(id(text))
+        if hit is not None and hit[0] is text:  # the same big str object again (a result, then its history copy)
+            self.spent += len(leaf_text(hit[1]))
+            return hit[1]  # type: ignore[no-any-return]
+        value = self._string(text, total)
+        if len(memo) >= MEMO_SIZE:
+            del memo[next(iter(memo))]
+        memo[id(text)] = (text, value)  # holds the str: its id cannot be reused while cached
+        return value
+
+    def _string(self, text: str, total: int) -> str | Cut:
+        cap = self.cap
         # Cut first (with a margin), then scrub: a 10 MB leaf costs what its kept part costs.
         cleaned = self.clean(text if cap is None or total <= cap else text[: cap + SCRUB_MARGIN])
         if cap is not None and len(cleaned) > cap:

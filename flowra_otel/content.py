@@ -104,12 +104,12 @@ BUILTIN_SECRET_PATTERNS: Final[Mapping[str, str]] = {
 ``a.a.a.…`` made the scan quadratic.)"""
 
 _NEEDS: Final[Mapping[str, Callable[[str], bool]]] = {
-    "api_key": re.compile(r"[skpr]k-|AKIA|gh[pousr]_|xox|AIza").search,  # type: ignore[dict-item]
-    "bearer_token": re.compile(r"(?i)bearer").search,  # type: ignore[dict-item]
-    "email": lambda text: "@" in text,
-    "card_number": re.compile(r"\d").search,  # type: ignore[dict-item]
+    "api_key": lambda t: "k-" in t or "AKIA" in t or "xox" in t or "AIza" in t or ("gh" in t and "_" in t),
+    "bearer_token": lambda t: "bearer" in t.lower(),
+    "email": lambda t: "@" in t,
 }
-"""A cheap test each pattern's match needs: most text has no ``@``, so the e-mail scan is skipped."""
+"""A cheap test (substring search in C) each pattern's match needs: most text has no ``@``, so the
+e-mail scan is skipped; a regex scan costs about ten times more."""
 
 
 def _compile_patterns(names: Iterable[str]) -> tuple[tuple[str, re.Pattern[str]], ...]:
@@ -215,13 +215,14 @@ class ContentRenderer:
     thread-safe: a run's hooks are called from the run's own task.
     """
 
-    __slots__ = ("_budget", "_messages", "_policy", "_scrub", "_system", "_tools")
+    __slots__ = ("_budget", "_leaves", "_messages", "_policy", "_scrub", "_system", "_tools")
 
     def __init__(self, policy: ContentPolicy) -> None:
         self._policy = policy
         self._budget = policy.max_length
         self._scrub = policy.scrub
         self._messages: dict[int, _Entry] = {}
+        self._leaves: dict[int, Any] = {}  # big leaves already cleaned (a tool result, then its history copy)
         self._system: tuple[list[tuple[Any, tuple[Any, ...]]], str] | None = None
         self._tools: tuple[tuple[Any, ...], str] | None = None
 
@@ -320,7 +321,7 @@ class ContentRenderer:
         failure: BaseException | None = None
         keep_tree_over = None if self._budget is None else self._budget - _MARKER_ROOM
         for role, group in groups:
-            walk = Walk(self._scrub, self._budget)
+            walk = Walk(self._scrub, self._budget, self._leaves)
             tree = {"role": role, "parts": [_part(walk, b) for b in group]}
             text = dumps_tree(tree)
             entry.items.append(text)
@@ -336,7 +337,7 @@ class ContentRenderer:
             pairs = zip(cached[0], system, strict=True)
             if all(c is m and _same_items(blocks, getattr(m, "blocks", None)) for (c, blocks), m in pairs):
                 return cached[1]
-        walk = Walk(self._scrub, self._budget)
+        walk = Walk(self._scrub, self._budget, self._leaves)
         parts = [_part(walk, b) for m in system for b in getattr(m, "blocks", None) or ()]
         tree: Any = parts
         if self._budget is not None:
@@ -357,7 +358,7 @@ class ContentRenderer:
         cached = self._tools
         if cached is not None and _same_items(cached[0], tools):
             return cached[1]
-        walk = Walk(self._scrub, self._budget)
+        walk = Walk(self._scrub, self._budget, self._leaves)
         defs: list[dict[str, Any]] = []
         for t in tools:
             d: dict[str, Any] = {"type": "function", "name": _ident(getattr(t, "name", ""))}
@@ -385,7 +386,7 @@ class ContentRenderer:
         """The response as one output message (``gen_ai.output.messages``); tool calls carry the
         arguments *after* the BeforeToolCallEvent hooks (``final_tool_uses``: original id ->
         final tool use). ``finish_reason`` is the semconv value (``attributes.finish_reason``)."""
-        walk = Walk(self._scrub, self._budget)
+        walk = Walk(self._scrub, self._budget, self._leaves)
         blocks = getattr(message, "blocks", None) or ()
         parts = [_part(walk, b, final_tool_uses) for b in blocks]
         tree: Any = [{"role": "assistant", "parts": parts, "finish_reason": finish_reason}]
@@ -424,13 +425,13 @@ class ContentRenderer:
     def text(self, text: str) -> str:
         """Plain text (exception messages, stack traces, error descriptions, text results):
         scrubbed, cut with the marker; no JSON."""
-        walk = Walk(self._scrub, self._budget)
+        walk = Walk(self._scrub, self._budget, self._leaves)
         value = walk.string(text if isinstance(text, str) else str(text))
         _report(walk.failure, "a text value")
         return leaf_text(value)
 
     def _structure(self, value: Any, what: str, *, object_only: bool) -> str:
-        walk = Walk(self._scrub, self._budget)
+        walk = Walk(self._scrub, self._budget, self._leaves)
         tree = walk.node(value)
         if self._budget is not None:
             fitted = fit(tree, self._budget, prune_from=1)
