@@ -1,10 +1,26 @@
 """Content capture: flowra messages as GenAI-semconv JSON, through one choke point.
 
 Everything that could carry user or model content (messages, system instructions, tool
-definitions, tool arguments, tool results, exception text) reaches a span only through
-``ContentPolicy.render``, which applies the user's ``redact`` callable, the optional built-in
-secret patterns and the size limit. The callers (``span_book.py``) call it only after every
-hook has run on the value, and only when content capture is on.
+definitions, tool arguments, tool results, exception text) reaches a span only through a
+``ContentRenderer``, after every hook has run on the value and only when content capture is on.
+
+The pipeline, per attribute (see docs/redaction.md):
+
+1. flowra messages -> semconv messages and parts (one ``tool`` message per tool result);
+2. each **leaf** is scrubbed: string values, dict keys, and the text of numbers go through the
+   user's ``redact=`` and then the built-in secret patterns; a number whose text changes (a card
+   number stored as an int) becomes the scrubbed string; a leaf the redactor raised on becomes
+   ``REDACTION_FAILED``; lone surrogates become U+FFFD;
+3. the size budget (``max_content_length``) is applied **inside** the value: a long leaf is cut
+   with a visible marker (before it is scrubbed, with a margin, so its cost is the budget's), the
+   oldest messages are dropped first behind a marker message, a container that is still too wide
+   keeps its first items and a marker item;
+4. the tree is serialised: every JSON attribute is valid JSON that validates against the published
+   GenAI schemas, at any size.
+
+Cost is linear: a ``ContentRenderer`` lives for one agent run and renders each message object
+once (flowra appends to the history and hands the same message objects to every call), so a
+chat costs its new messages plus the output budget, not the whole history again.
 """
 
 from __future__ import annotations
@@ -14,7 +30,7 @@ import dataclasses
 import json
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from flowra.llm import (
@@ -29,25 +45,71 @@ from flowra.llm import (
 )
 
 from .attributes import finish_reason
+from .bounded_json import (
+    OMITTED_KEY,
+    OVER_BUDGET,
+    REDACTION_FAILED,
+    TRUNCATION_MARKER,
+    Cut,
+    Scrub,
+    Walk,
+    dumps_tree,
+    fit,
+    leaf_text,
+    utf8_safe,
+)
+
+__all__ = [
+    "BUILTIN_SECRET_PATTERNS",
+    "DEFAULT_MAX_CONTENT_LENGTH",
+    "REDACTION_FAILED",
+    "TRUNCATION_MARKER",
+    "ContentPolicy",
+    "ContentRenderer",
+    "Redactor",
+    "canonical_json",
+    "dumps",
+    "output_messages",
+    "split_messages",
+    "tool_definitions",
+    "utf8_safe",
+]
 
 type Redactor = Callable[[str], str]
 
 logger = logging.getLogger("flowra_otel")
 
-REDACTION_FAILED: Final = "[flowra_otel: redaction failed; content withheld]"
-"""Put in place of content when ``redact=`` raised: without a working redactor nothing is shown."""
-
-TRUNCATION_MARKER: Final = "…[flowra_otel: truncated {dropped} of {total} chars]"
 DEFAULT_MAX_CONTENT_LENGTH: Final = 32_768
+
+OMITTED_MESSAGES: Final = "…[flowra_otel: {count} earlier messages omitted, over max_content_length]"
+"""The one text part of the ``system`` message put first when the oldest messages were dropped."""
+MESSAGE_OMITTED: Final = "…[flowra_otel: message omitted, over max_content_length]"
+_MARKER_ROOM: Final = 200
+"""An item this close to the budget keeps its tree, should it need shrinking to fit a marker."""
+PARSE_FACTOR: Final = 4
+"""A tool result of JSON text is parsed (to record an object) up to this many budgets long;
+a longer one is recorded as text, cut before any work is done on it."""
+_IDENT_LIMIT: Final = 1_024
+"""Ids, names and MIME types are not content, but a hostile one must not be a megabyte."""
 
 BUILTIN_SECRET_PATTERNS: Final[Mapping[str, str]] = {
     "api_key": r"\b(?:sk|pk|rk)-[A-Za-z0-9_\-]{16,}\b|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{30,}\b"
     r"|\bxox[abposr]-[A-Za-z0-9\-]{10,}\b|\bAIza[0-9A-Za-z_\-]{35}\b",
-    "bearer_token": r"(?i)\bbearer\s+[A-Za-z0-9._~+/\-]{12,}=*",
-    "email": r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b",
+    "bearer_token": r"\b(?i:bearer)\s+[A-Za-z0-9._~+/\-]{12,}=*",
+    "email": r"\b[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9.\-]{1,255}\.[A-Za-z]{2,}\b",
     "card_number": r"\b(?:\d[ \-]?){12,18}\d\b",
 }
-"""Common secret shapes, replaced by ``[REDACTED:<name>]`` when ``redact_secrets=True``."""
+"""Common secret shapes, replaced by ``[REDACTED:<name>]`` when ``redact_secrets=True``.
+(The e-mail local part is bounded at 64 characters, as in RFC 5321: unbounded, a long run of
+``a.a.a.…`` made the scan quadratic.)"""
+
+_NEEDS: Final[Mapping[str, Callable[[str], bool]]] = {
+    "api_key": lambda t: "k-" in t or "AKIA" in t or "xox" in t or "AIza" in t or ("gh" in t and "_" in t),
+    "bearer_token": lambda t: "bearer" in t.lower(),
+    "email": lambda t: "@" in t,
+}
+"""A cheap test (substring search in C) each pattern's match needs: most text has no ``@``, so the
+e-mail scan is skipped; a regex scan costs about ten times more."""
 
 
 def _compile_patterns(names: Iterable[str]) -> tuple[tuple[str, re.Pattern[str]], ...]:
@@ -56,7 +118,7 @@ def _compile_patterns(names: Iterable[str]) -> tuple[tuple[str, re.Pattern[str]]
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ContentPolicy:
-    """How content is cleaned and bounded before it is set on a span."""
+    """How content is cleaned and bounded before it is set on a span (shared by every run)."""
 
     redact: Redactor | None = None
     secret_patterns: tuple[tuple[str, re.Pattern[str]], ...] = ()
@@ -80,7 +142,8 @@ class ContentPolicy:
         return cls(redact=redact, secret_patterns=patterns, max_length=max_length)
 
     def clean(self, text: str) -> str:
-        """Scrub one string: the user's callable first, then the built-in patterns."""
+        """Scrub one leaf: the user's callable first, then the built-in patterns. May raise
+        (the user's callable, or a non-``str`` result): the caller withholds the leaf."""
         if self.redact is not None:
             cleaned: object = self.redact(text)
             if not isinstance(cleaned, str):
@@ -88,38 +151,352 @@ class ContentPolicy:
                 raise TypeError(msg)
             text = cleaned
         for name, pattern in self.secret_patterns:
-            text = pattern.sub(f"[REDACTED:{name}]", text)
+            need = _NEEDS.get(name)
+            if need is None or need(text):
+                text = pattern.sub(f"[REDACTED:{name}]", text)
         return text
 
+    @property
+    def scrub(self) -> Scrub | None:
+        """``clean``, or None when there is nothing to scrub (numbers then stay numbers for free)."""
+        return self.clean if self.redact is not None or self.secret_patterns else None
+
+    def renderer(self) -> ContentRenderer:
+        """A fresh per-run renderer (its cache lives as long as the run)."""
+        return ContentRenderer(self)
+
+    # -------------------------------------------------------------- legacy (string-level) API
     def render(self, value: Any) -> str:
-        """The one way content becomes an attribute value: JSON (unless already a string),
-        scrubbed, then truncated with a visible marker."""
+        """Legacy: JSON (unless already a string), scrubbed as text, then cut as text.
+
+        Kept only until the span core calls ``ContentRenderer``: the cut and the scrub can both
+        break the JSON. New code must not use it.
+        """
         text = value if isinstance(value, str) else dumps(value)
         try:
             text = self.clean(text)
         except Exception:
-            # The user's redactor failed: it cannot vouch for this value, so it is withheld, and the
-            # span still ends normally (a raise here would leave it open).
             logger.exception("flowra_otel: redact= raised; the content is withheld from the span")
             return REDACTION_FAILED
         return utf8_safe(self.truncate(text))
 
     def truncate(self, text: str) -> str:
+        """Legacy: cut plain text at ``max_length`` with the marker."""
         limit = self.max_length
         if limit is None or len(text) <= limit:
             return text
         return text[:limit] + TRUNCATION_MARKER.format(dropped=len(text) - limit, total=len(text))
 
 
-_SURROGATES: Final = re.compile("[\ud800-\udfff]")
+# ==================================================================================== the renderer
+class _Entry:
+    """One flowra message, rendered: the JSON text of each semconv message it became."""
+
+    __slots__ = ("blocks", "items", "message", "roles", "trees")
+
+    def __init__(self, message: Any, blocks: tuple[Any, ...]) -> None:
+        self.message = message  # a strong reference: the id() key cannot be reused while cached
+        self.blocks = blocks
+        self.items: list[str] = []
+        self.trees: list[Any] = []  # the tree of an item too big to fit with a marker, else None
+        self.roles: list[str] = []
+
+    def same(self, message: Any, blocks: Sequence[Any] | None) -> bool:
+        """Still the message we rendered: same object, same blocks (a hook that replaced a block
+        in place in the history gets it re-rendered)."""
+        return self.message is message and _same_items(self.blocks, blocks)
 
 
-def utf8_safe(text: str) -> str:
-    """Lone surrogates (from ``surrogateescape`` decoding, or sliced emoji) cannot be encoded as
-    UTF-8, so OTLP exporters fail on them: each becomes U+FFFD, the rest is kept as is."""
-    return _SURROGATES.sub("\ufffd", text) if _SURROGATES.search(text) else text
+class ContentRenderer:
+    """Renders one agent run's content attributes (create one per run, drop it at the run's end).
+
+    Every method returns the attribute value to set (a ``str``) and never raises for odd content;
+    a ``redact=`` that raises is logged once per attribute and its leaves are withheld. Not
+    thread-safe: a run's hooks are called from the run's own task.
+    """
+
+    __slots__ = ("_budget", "_leaves", "_messages", "_policy", "_scrub", "_system", "_tools")
+
+    def __init__(self, policy: ContentPolicy) -> None:
+        self._policy = policy
+        self._budget = policy.max_length
+        self._scrub = policy.scrub
+        self._messages: dict[int, _Entry] = {}
+        self._leaves: dict[int, Any] = {}  # big leaves already cleaned (a tool result, then its history copy)
+        self._system: tuple[list[tuple[Any, tuple[Any, ...]]], str] | None = None
+        self._tools: tuple[tuple[Any, ...], str] | None = None
+
+    # ------------------------------------------------------------------ request
+    def input_messages(self, messages: Iterable[Any]) -> tuple[str | None, str]:
+        """``LLMRequest.messages`` -> (``gen_ai.system_instructions`` or None, ``gen_ai.input.messages``).
+
+        System messages become the instructions; the rest the input messages, newest kept first:
+        when over budget the oldest are dropped and a ``system`` message with a marker text part
+        comes first; a newest message too big on its own is shrunk inside its parts.
+        """
+        msgs = messages if isinstance(messages, list) else list(messages)
+        system = [m for m in msgs if isinstance(m, SystemMessage)]
+        instructions = self._system_instructions(system) if system else None
+        if len(self._messages) > 2 * len(msgs) + 64:  # history compacted: forget dropped messages
+            live = {id(m) for m in msgs}
+            self._messages = {k: e for k, e in self._messages.items() if k in live}
+        return instructions, self._history(msgs, len(msgs) - len(system))
+
+    def _history(self, msgs: list[Any], count: int) -> str:
+        budget = self._budget
+        kept: list[str] = []  # newest first
+        used = 2
+        visited = 0
+        newest: tuple[_Entry, int] | None = None
+        omitted = 0
+        for message in reversed(msgs):
+            if isinstance(message, SystemMessage):
+                continue
+            entry = self._entry(message)
+            visited += 1
+            for j in range(len(entry.items) - 1, -1, -1):
+                item = entry.items[j]
+                if newest is None:
+                    newest = (entry, j)
+                if budget is None or used + len(item) + 1 <= budget:
+                    kept.append(item)
+                    used += len(item) + 1
+                    continue
+                omitted = j + 1 + (count - visited)
+                break
+            if omitted:
+                break
+        if not omitted:
+            return "[" + ",".join(reversed(kept)) + "]"
+        assert budget is not None
+        room = len(_marker_message(OMITTED_MESSAGES.format(count=count))) + 1  # the longest marker
+        while kept and used + room > budget:  # make room for the marker message
+            used -= len(kept.pop()) + 1
+            omitted += 1
+        if not kept and newest is not None:
+            omitted -= 1
+            kept.append(self._shrunk(*newest, budget - 2 - (room if omitted else 0)))
+        if omitted:
+            kept.append(_marker_message(OMITTED_MESSAGES.format(count=omitted)))
+        return "[" + ",".join(reversed(kept)) + "]"
+
+    def _shrunk(self, entry: _Entry, index: int, budget: int) -> str:
+        """The newest message, too big on its own: its leaves shortened, or a marker part."""
+        tree = entry.trees[index]
+        if tree is None:  # small enough to keep without its tree; re-render it (rare)
+            tree = json.loads(entry.items[index])
+        fitted = fit(tree, budget, prune_from=3)
+        if fitted is None:
+            fitted = {"role": entry.roles[index], "parts": [{"type": "text", "content": MESSAGE_OMITTED}]}
+        return dumps_tree(fitted)
+
+    def _entry(self, message: Any) -> _Entry:
+        blocks = getattr(message, "blocks", None)
+        entry = self._messages.get(id(message))
+        if entry is not None and entry.same(message, blocks):
+            return entry
+        entry = self._render_message(message, blocks)
+        self._messages[id(message)] = entry
+        return entry
+
+    def _render_message(self, message: Any, blocks: Sequence[Any] | None) -> _Entry:
+        entry = _Entry(message, tuple(blocks or ()))
+        groups: list[tuple[str, list[Any]]] = []
+        if isinstance(message, UserMessage):
+            pending: list[Any] = []
+            for block in entry.blocks:
+                if isinstance(block, ToolResultBlock):  # one tool message per result
+                    if pending:
+                        groups.append(("user", pending))
+                        pending = []
+                    groups.append(("tool", [block]))
+                else:
+                    pending.append(block)
+            if pending or not groups:
+                groups.append(("user", pending))
+        elif isinstance(message, AssistantMessage):
+            groups.append(("assistant", list(entry.blocks)))
+        else:
+            groups.append((_ident(getattr(message, "role", None) or "user"), list(entry.blocks)))
+        failure: BaseException | None = None
+        keep_tree_over = None if self._budget is None else self._budget - _MARKER_ROOM
+        for role, group in groups:
+            walk = Walk(self._scrub, self._budget, self._leaves)
+            tree = {"role": role, "parts": [_part(walk, b) for b in group]}
+            text = dumps_tree(tree)
+            entry.items.append(text)
+            entry.roles.append(role)
+            entry.trees.append(tree if keep_tree_over is not None and len(text) > keep_tree_over else None)
+            failure = failure or walk.failure
+        _report(failure, "a message")
+        return entry
+
+    def _system_instructions(self, system: list[Any]) -> str:
+        cached = self._system
+        if cached is not None and len(cached[0]) == len(system):
+            pairs = zip(cached[0], system, strict=True)
+            if all(c is m and _same_items(blocks, getattr(m, "blocks", None)) for (c, blocks), m in pairs):
+                return cached[1]
+        walk = Walk(self._scrub, self._budget, self._leaves)
+        parts = [_part(walk, b) for m in system for b in getattr(m, "blocks", None) or ()]
+        tree: Any = parts
+        if self._budget is not None:
+            tree = fit(parts, self._budget, prune_from=_NEVER)
+            if tree is None:
+                tree = [{"type": "text", "content": OVER_BUDGET}]
+        _report(walk.failure, "the system instructions")
+        text = dumps_tree(tree)
+        self._system = ([(m, tuple(getattr(m, "blocks", None) or ())) for m in system], text)
+        return text
+
+    def tool_definitions(self, tools: Sequence[Any] | None) -> str | None:
+        """``LLMRequest.tools`` -> ``gen_ai.tool.definitions`` (with each tool's ``parameters``,
+        its input schema), or None when there are none. Rendered once per run while the same
+        tool objects are passed."""
+        if not tools:
+            return None
+        cached = self._tools
+        if cached is not None and _same_items(cached[0], tools):
+            return cached[1]
+        walk = Walk(self._scrub, self._budget, self._leaves)
+        defs: list[dict[str, Any]] = []
+        for t in tools:
+            d: dict[str, Any] = {"type": "function", "name": _ident(getattr(t, "name", ""))}
+            description = getattr(t, "description", None)
+            if description is not None:
+                d["description"] = leaf_text(walk.string(str(description)))
+            schema = getattr(t, "input_schema", None)
+            if schema is not None:
+                d["parameters"] = walk.node(schema)
+            defs.append(d)
+        tree: Any = defs
+        if self._budget is not None:
+            tree = fit(defs, self._budget, prune_from=2)
+            if tree is None:
+                tree = [{"type": "function", "name": d["name"]} for d in defs]
+        _report(walk.failure, "the tool definitions")
+        text = dumps_tree(tree)
+        self._tools = (tuple(tools), text)
+        return text
+
+    # ------------------------------------------------------------------ response
+    def output_messages(
+        self, message: Any, finish_reason: str, final_tool_uses: Mapping[str, Any] | None = None
+    ) -> str:
+        """The response as one output message (``gen_ai.output.messages``); tool calls carry the
+        arguments *after* the BeforeToolCallEvent hooks (``final_tool_uses``: original id ->
+        final tool use). ``finish_reason`` is the semconv value (``attributes.finish_reason``)."""
+        walk = Walk(self._scrub, self._budget, self._leaves)
+        blocks = getattr(message, "blocks", None) or ()
+        parts = [_part(walk, b, final_tool_uses) for b in blocks]
+        tree: Any = [{"role": "assistant", "parts": parts, "finish_reason": finish_reason}]
+        if self._budget is not None:
+            fitted = fit(tree, self._budget, prune_from=4)
+            if fitted is None:
+                parts = [{"type": "text", "content": MESSAGE_OMITTED}]
+                fitted = [{"role": "assistant", "parts": parts, "finish_reason": finish_reason}]
+            tree = fitted
+        _report(walk.failure, "the output messages")
+        return dumps_tree(tree)
+
+    # ------------------------------------------------------------------ single values
+    def tool_arguments(self, value: Any) -> str:
+        """``gen_ai.tool.call.arguments``: JSON of the post-hook tool input (an object)."""
+        return self._structure(value, "the tool arguments", object_only=isinstance(value, Mapping))
+
+    def tool_result(self, content: Any) -> str:
+        """``gen_ai.tool.call.result``: JSON when the tool returned a structure or JSON text of an
+        object or array (the conventions ask for the deserialised value), else the plain text."""
+        if isinstance(content, str):
+            head = content[:64].lstrip()
+            budget = self._budget
+            if head[:1] in ("{", "[") and (budget is None or len(content) <= PARSE_FACTOR * budget):
+                try:
+                    parsed = json.loads(content)
+                except (ValueError, RecursionError):
+                    parsed = None
+                if isinstance(parsed, dict | list):
+                    return self._structure(parsed, "the tool result", object_only=isinstance(parsed, dict))
+            return self.text(content)
+        if isinstance(content, Mapping | list | tuple):
+            return self._structure(content, "the tool result", object_only=isinstance(content, Mapping))
+        return self.text(str(content))
+
+    def text(self, text: str) -> str:
+        """Plain text (exception messages, stack traces, error descriptions, text results):
+        scrubbed, cut with the marker; no JSON."""
+        walk = Walk(self._scrub, self._budget, self._leaves)
+        value = walk.string(text if isinstance(text, str) else str(text))
+        _report(walk.failure, "a text value")
+        return leaf_text(value)
+
+    def _structure(self, value: Any, what: str, *, object_only: bool) -> str:
+        walk = Walk(self._scrub, self._budget, self._leaves)
+        tree = walk.node(value)
+        if self._budget is not None:
+            fitted = fit(tree, self._budget, prune_from=1)
+            if fitted is None:
+                fitted = {OMITTED_KEY: OVER_BUDGET} if object_only else OVER_BUDGET
+            tree = fitted
+        _report(walk.failure, what)
+        return dumps_tree(tree)
 
 
+_NEVER: Final = 1 << 30
+"""``prune_from`` for trees whose every container is schema (only leaves may shrink)."""
+
+
+def _same_items(mine: tuple[Any, ...], theirs: Sequence[Any] | None) -> bool:
+    """Same items: compared in C, identity first; a replaced item counts as the same only if it
+    is equal (a frozen flowra block with the same fields renders the same)."""
+    try:
+        return mine == (tuple(theirs) if theirs is not None else ())
+    except Exception:  # an odd item whose __eq__ raises: render again
+        return False
+
+
+def _marker_message(text: str) -> str:
+    return dumps_tree({"role": "system", "parts": [{"type": "text", "content": text}]})
+
+
+def _report(failure: BaseException | None, what: str) -> None:
+    if failure is not None:
+        logger.error("flowra_otel: redact= raised on %s; the affected content is withheld", what, exc_info=failure)
+
+
+def _ident(value: object) -> str:
+    text = utf8_safe(value if isinstance(value, str) else str(value))
+    return text if len(text) <= _IDENT_LIMIT else text[:_IDENT_LIMIT] + "…"
+
+
+def _text(walk: Walk, value: object) -> str | Cut:
+    return walk.string(value if isinstance(value, str) else str(value))
+
+
+def _part(walk: Walk, block: Any, tool_uses: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """One flowra block -> one semconv part (a tree: leaves already scrubbed and bounded)."""
+    if isinstance(block, TextBlock):
+        return {"type": "text", "content": _text(walk, block.text)}
+    if isinstance(block, ToolUseBlock):
+        final = tool_uses.get(block.id, block) if tool_uses else block
+        return {
+            "type": "tool_call",
+            "id": _ident(final.id),
+            "name": _ident(final.name),
+            "arguments": walk.node(final.input),
+        }
+    if isinstance(block, ToolResultBlock):
+        return {"type": "tool_call_response", "id": _ident(block.tool_use_id), "response": walk.node(block.content)}
+    if isinstance(block, ThinkingBlock):
+        return {"type": "reasoning", "content": _text(walk, block.text)}
+    if isinstance(block, ImageBlock):
+        data = block.data
+        content = walk.binary(bytes(data)) if isinstance(data, bytes | bytearray | memoryview) else _text(walk, data)
+        return {"type": "blob", "modality": "image", "mime_type": _ident(block.media_type), "content": content}
+    return {"type": _ident(type(block).__name__)}
+
+
+# ==================================================================================== legacy helpers
 def _default(obj: Any) -> Any:
     if isinstance(obj, bytes | bytearray | memoryview):
         return base64.b64encode(bytes(obj)).decode("ascii")
@@ -131,7 +508,8 @@ def _default(obj: Any) -> Any:
 
 
 def dumps(value: Any) -> str:
-    """Compact JSON that never raises on odd values (bytes -> base64, unknown -> type name)."""
+    """Legacy: compact JSON that never raises on odd values (bytes -> base64, unknown -> type
+    name). ``ContentRenderer`` replaces it for attributes."""
     try:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_default)
     except Exception:  # circular, absurdly deep, or odd keys
@@ -148,10 +526,7 @@ def canonical_json(value: Any) -> str:
         return json.dumps(f"<unserialisable {type(value).__qualname__}>")
 
 
-# --- flowra messages -> semconv parts ------------------------------------------------------------
-
-
-def _part(block: Any, tool_uses: Mapping[str, ToolUseBlock] | None = None) -> dict[str, Any]:
+def _legacy_part(block: Any, tool_uses: Mapping[str, Any] | None = None) -> dict[str, Any]:
     if isinstance(block, TextBlock):
         return {"type": "text", "content": block.text}
     if isinstance(block, ToolUseBlock):
@@ -172,47 +547,50 @@ def _part(block: Any, tool_uses: Mapping[str, ToolUseBlock] | None = None) -> di
 
 
 def split_messages(messages: Iterable[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """flowra request messages -> (``gen_ai.system_instructions``, ``gen_ai.input.messages``).
-
-    System messages become instructions (providers send them apart from the history); tool
-    results, which flowra carries in user messages, become ``tool`` messages as the
-    conventions expect, keeping their order.
-    """
+    """Legacy: flowra request messages -> (system instruction parts, input messages), as plain
+    values for ``ContentPolicy.render``. One ``tool`` message per tool result."""
     system: list[dict[str, Any]] = []
     out: list[dict[str, Any]] = []
     for message in messages:
         if isinstance(message, SystemMessage):
-            system.extend(_part(b) for b in message.blocks)
+            system.extend(_legacy_part(b) for b in message.blocks)
         elif isinstance(message, UserMessage):
-            pending_role: str | None = None
             parts: list[dict[str, Any]] = []
             for block in message.blocks:
-                role = "tool" if isinstance(block, ToolResultBlock) else "user"
-                if role != pending_role and parts:
-                    out.append({"role": pending_role, "parts": parts})
-                    parts = []
-                pending_role = role
-                parts.append(_part(block))
+                if isinstance(block, ToolResultBlock):
+                    if parts:
+                        out.append({"role": "user", "parts": parts})
+                        parts = []
+                    out.append({"role": "tool", "parts": [_legacy_part(block)]})
+                else:
+                    parts.append(_legacy_part(block))
             if parts:
-                out.append({"role": pending_role, "parts": parts})
+                out.append({"role": "user", "parts": parts})
         elif isinstance(message, AssistantMessage):
-            out.append({"role": "assistant", "parts": [_part(b) for b in message.blocks]})
+            out.append({"role": "assistant", "parts": [_legacy_part(b) for b in message.blocks]})
         else:
             out.append({"role": str(getattr(message, "role", "user")), "parts": []})
     return system, out
 
 
 def output_messages(message: AssistantMessage, stop_reason: Any, tool_uses: Mapping[str, ToolUseBlock]) -> list[Any]:
-    """The response as one output message; tool calls carry the arguments *after* the
-    BeforeToolCallEvent hooks (``tool_uses``: original id -> final tool use)."""
+    """Legacy: the response as one output message, for ``ContentPolicy.render``."""
     return [
         {
             "role": "assistant",
-            "parts": [_part(b, tool_uses) for b in message.blocks],
+            "parts": [_legacy_part(b, tool_uses) for b in message.blocks],
             "finish_reason": finish_reason(stop_reason),
         }
     ]
 
 
 def tool_definitions(tools: Iterable[Any] | None) -> list[dict[str, Any]]:
-    return [{"type": "function", "name": t.name, "description": t.description} for t in tools or ()]
+    """Legacy: tool definitions (with ``parameters``) for ``ContentPolicy.render``."""
+    out: list[dict[str, Any]] = []
+    for t in tools or ():
+        d: dict[str, Any] = {"type": "function", "name": t.name, "description": t.description}
+        schema = getattr(t, "input_schema", None)
+        if schema is not None:
+            d["parameters"] = schema
+        out.append(d)
+    return out

@@ -8,6 +8,8 @@ construction with a clear message instead of misbehaving in the middle of a run.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import logging
 import os
 from collections.abc import Callable, Mapping
@@ -16,7 +18,7 @@ from typing import Any
 from opentelemetry.util.types import AttributeValue
 
 from . import semconv
-from .content import ContentPolicy
+from .content import ContentPolicy, Redactor
 from .environment_variables import (
     CAPTURE_OFF_VALUES,
     CAPTURE_ON_VALUES,
@@ -114,11 +116,49 @@ def capture_content_from_env() -> bool:
     return False
 
 
+def is_async_callable(value: object) -> bool:
+    """Whether calling ``value`` returns an awaitable or async iterator instead of a value: an
+    ``async def`` function or method, a ``functools.partial`` of one, or an object whose
+    ``__call__`` is ``async def``."""
+    target = value
+    while isinstance(target, functools.partial):
+        target = target.func
+    if inspect.iscoroutinefunction(target) or inspect.isasyncgenfunction(target):
+        return True
+    if inspect.isroutine(target) or isinstance(target, type):
+        return False
+    call = getattr(type(target), "__call__", None)  # noqa: B004 - the class's, not the instance's
+    return call is not None and (inspect.iscoroutinefunction(call) or inspect.isasyncgenfunction(call))
+
+
+def reject_async(name: str, value: object) -> None:
+    """The plugin calls these options inline while it records a span, where nothing can be
+    awaited: an async one would never run (and leak an un-awaited coroutine), so it fails now."""
+    if is_async_callable(value):
+        msg = (
+            f"{name} must be a plain (synchronous) callable; {value!r} is async, and flowra_otel calls it "
+            "inline while recording a span, where it cannot be awaited"
+        )
+        raise TypeError(msg)
+
+
+def validate_redactor(value: object) -> Redactor | None:
+    """``redact=``: None or a synchronous ``str -> str`` callable."""
+    if value is None:
+        return None
+    if not callable(value):
+        msg = f"redact must be a callable str -> str or None, got {type(value).__name__}"
+        raise TypeError(msg)
+    reject_async("redact", value)
+    return value
+
+
 def validate_override(name: str, value: object) -> NameOverride | None:
-    """Accept None, a str->str mapping or a callable; anything else is a TypeError now."""
+    """Accept None, a str->str mapping or a synchronous callable; anything else is a TypeError now."""
     if value is None:
         return None
     if callable(value):
+        reject_async(name, value)
         return value
     if isinstance(value, Mapping):
         for k, v in value.items():
@@ -153,6 +193,7 @@ def validate_conversation_id(value: object) -> str | Callable[[Mapping[str, Any]
     if value is None or (isinstance(value, str) and value):
         return value
     if callable(value):
+        reject_async("conversation_id", value)
         return value
     msg = f"conversation_id must be a non-empty str, a callable(metadata) -> str | None, or None, got {value!r}"
     raise TypeError(msg)

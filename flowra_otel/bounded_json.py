@@ -1,0 +1,373 @@
+"""Any Python value -> a JSON tree that is safe to export and fits a size budget.
+
+Why a tree and not text: content attributes must stay valid JSON whatever the size and whatever
+the redaction does. So scrubbing is applied to each **leaf** (strings, dict keys, the text of
+numbers) and the size budget **inside** the value (a long leaf is shortened with a visible marker,
+a container loses its last items with a marker item), and only then is the tree serialised.
+
+``Walk.node`` builds the tree in one pass whose cost is bounded by the budget, not by the input:
+a leaf longer than the budget is cut *before* it is scrubbed (with a margin, so a secret that
+straddles the cut is still seen whole), a container stops after as many items as the budget could
+ever hold, depth is capped, cycles become a marker. ``fit`` then shrinks a tree to an exact budget
+(the longest leaves first, then the widest containers), working on the already-scrubbed tree, so
+nothing is scrubbed twice.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import math
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+TRUNCATION_MARKER: Final = "…[flowra_otel: truncated {dropped} of {total} chars]"
+"""Appended to a shortened string leaf (``dropped`` and ``total`` count characters)."""
+REDACTION_FAILED: Final = "[flowra_otel: redaction failed; content withheld]"
+"""Put in place of a leaf when ``redact=`` raised on it: without a working redactor nothing is shown."""
+OMITTED_ITEMS: Final = "…[flowra_otel: {count} more items omitted]"
+"""Last item of a list (or value of ``OMITTED_KEY`` in a dict) that lost items to the budget."""
+OMITTED_KEY: Final = "flowra_otel.omitted"
+TOO_DEEP: Final = "…[flowra_otel: nested deeper than {depth} levels]"
+CIRCULAR: Final = "…[flowra_otel: circular reference to a {kind}]"
+OVER_BUDGET: Final = "…[flowra_otel: omitted, over max_content_length]"
+
+MAX_DEPTH: Final = 64
+"""Containers nested deeper than this become a marker: far below the interpreter's recursion
+limit (the encoder recurses too), far above any real tool input."""
+SCRUB_MARGIN: Final = 256
+"""Characters beyond the cut that are scrubbed with the kept part, so a secret straddling the cut
+is matched whole (and its visible head replaced) rather than shown in part."""
+USEFUL_LEAF: Final = 64
+"""Below this many characters per leaf, ``fit`` prefers showing fewer items whole."""
+MEMO_FROM: Final = 4_096
+"""Strings at least this long are remembered by identity for the run (``MEMO_SIZE`` of them)."""
+MEMO_SIZE: Final = 32
+WORK_FACTOR: Final = 4
+"""A tree stops growing after ``WORK_FACTOR * budget`` characters: ``fit`` only ever removes."""
+
+_SURROGATES: Final = re.compile("[\ud800-\udfff]")
+
+type Scrub = Callable[[str], str]
+"""One leaf's cleaning (the user's ``redact=`` then the built-in patterns); may raise."""
+
+
+def utf8_safe(text: str) -> str:
+    """Lone surrogates (from ``surrogateescape`` decoding, or sliced emoji) cannot be encoded as
+    UTF-8, so OTLP exporters fail on them: each becomes U+FFFD, the rest is kept as is."""
+    return _SURROGATES.sub("\ufffd", text) if _SURROGATES.search(text) else text
+
+
+class Cut:
+    """A string leaf shortened to ``kept`` out of ``total`` characters; serialised with the marker.
+
+    Kept apart from the marker so ``fit`` can shorten it again and still report the original size.
+    """
+
+    __slots__ = ("kept", "total")
+
+    def __init__(self, kept: str, total: int) -> None:
+        self.kept = kept
+        self.total = total
+
+    def text(self) -> str:
+        return self.kept + TRUNCATION_MARKER.format(dropped=self.total - len(self.kept), total=self.total)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Cut) and (self.kept, self.total) == (other.kept, other.total)
+
+    def __hash__(self) -> int:
+        return hash((self.kept, self.total))
+
+    def __repr__(self) -> str:
+        return f"Cut({len(self.kept)} of {self.total})"
+
+
+def _encode_cut(obj: object) -> str:
+    if isinstance(obj, Cut):
+        return obj.text()
+    msg = f"not a JSON tree node: {type(obj).__name__}"  # a bug in Walk: trees hold nothing else
+    raise TypeError(msg)
+
+
+_ENCODER: Final = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), default=_encode_cut, check_circular=False, allow_nan=False
+)
+
+
+def dumps_tree(tree: Any) -> str:
+    """Compact JSON of a tree built by ``Walk`` (UTF-8 text as is, no NaN, cuts with markers)."""
+    return _ENCODER.encode(tree)
+
+
+def leaf_text(value: str | Cut) -> str:
+    return value.text() if isinstance(value, Cut) else value
+
+
+class Walk:
+    """One rendering pass: value -> tree, scrubbing each leaf, bounded by ``cap``.
+
+    ``cap`` is the character budget of the whole attribute (None: unbounded); a single leaf keeps
+    at most ``cap`` characters. ``failure`` holds the first exception ``scrub`` raised (the leaf
+    became ``REDACTION_FAILED``); the caller logs it once per attribute.
+    """
+
+    __slots__ = ("_path", "cap", "failure", "memo", "scrub", "spent", "stop_at")
+
+    def __init__(self, scrub: Scrub | None, cap: int | None, memo: dict[int, Any] | None = None) -> None:
+        self.scrub = scrub
+        self.memo = memo
+        self.cap = cap
+        self.failure: BaseException | None = None
+        self.spent = 0
+        self.stop_at = None if cap is None else WORK_FACTOR * cap + SCRUB_MARGIN
+        self._path: set[int] = set()
+
+    # ------------------------------------------------------------------ leaves
+    def clean(self, text: str) -> str:
+        """Scrub one piece of text; a raising scrubber withholds it."""
+        if self.scrub is not None:
+            try:
+                text = self.scrub(text)
+            except Exception as exc:
+                if self.failure is None:
+                    self.failure = exc
+                return REDACTION_FAILED
+        return utf8_safe(text)
+
+    def string(self, text: str) -> str | Cut:
+        total = len(text)
+        memo = self.memo
+        if memo is None or total < MEMO_FROM:
+            return self._string(text, total)
+        hit = memo.get(id(text))
+        if hit is not None and hit[0] is text:  # the same big str object again (a result, then its history copy)
+            self.spent += len(leaf_text(hit[1]))
+            return hit[1]  # type: ignore[no-any-return]
+        value = self._string(text, total)
+        if len(memo) >= MEMO_SIZE:
+            del memo[next(iter(memo))]
+        memo[id(text)] = (text, value)  # holds the str: its id cannot be reused while cached
+        return value
+
+    def _string(self, text: str, total: int) -> str | Cut:
+        cap = self.cap
+        # Cut first (with a margin), then scrub: a 10 MB leaf costs what its kept part costs.
+        cleaned = self.clean(text if cap is None or total <= cap else text[: cap + SCRUB_MARGIN])
+        if cap is not None and len(cleaned) > cap:
+            self.spent += cap
+            return Cut(cleaned[:cap], max(total, len(cleaned)))
+        self.spent += len(cleaned)
+        return cleaned
+
+    def key(self, key: object) -> str:
+        """Dict keys are content too (``{"alice@example.com": 3}``): scrubbed, and cut when huge."""
+        if isinstance(key, str):
+            text = key
+        elif key is None or isinstance(key, bool):
+            text = json.dumps(key)
+        elif isinstance(key, int | float):
+            text = _number_text(key)
+        else:
+            text = str(key) if _has_own_str(key) else f"<{type(key).__qualname__}>"
+        return leaf_text(self.string(text))
+
+    def number(self, value: int | float) -> int | float | str | Cut:
+        """A number whose text a scrubber changes (a card number stored as an int) becomes the
+        scrubbed string; other numbers stay numbers."""
+        if isinstance(value, float) and not math.isfinite(value):
+            return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+        text = _number_text(value)
+        self.spent += len(text)
+        if self.scrub is None:
+            return value if text[:1] != "<" else text
+        cleaned = self.clean(text)
+        if cleaned == text and text[:1] != "<":
+            return value
+        return cleaned
+
+    def binary(self, data: bytes) -> str | Cut:
+        """Base64, encoding only what the budget keeps (binary data is not scrubbed)."""
+        total = 4 * ((len(data) + 2) // 3)
+        cap = self.cap
+        if cap is None or total <= cap:
+            self.spent += total
+            return base64.b64encode(data).decode("ascii")
+        self.spent += cap
+        return Cut(base64.b64encode(data[: cap // 4 * 3]).decode("ascii"), total)
+
+    # ------------------------------------------------------------------ any value
+    def node(self, value: Any, depth: int = 0) -> Any:
+        """Any value -> tree node. Never raises for odd values: unknown objects become a type tag."""
+        if self.stop_at is not None and self.spent > self.stop_at:
+            return OVER_BUDGET
+        if isinstance(value, str):
+            return self.string(str(value))
+        if value is None or isinstance(value, bool):
+            self.spent += 5
+            return value
+        if isinstance(value, int | float):
+            return self.number(value)
+        if isinstance(value, bytes | bytearray | memoryview):
+            return self.binary(bytes(value))
+        if isinstance(value, Mapping):
+            return self._container(value, depth, "dict")
+        if isinstance(value, list | tuple | set | frozenset):
+            return self._container(value, depth, type(value).__name__)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return self._container(value, depth, type(value).__qualname__)
+        return f"<{type(value).__qualname__}>"
+
+    def _container(self, value: Any, depth: int, kind: str) -> Any:
+        if depth >= MAX_DEPTH:
+            return TOO_DEEP.format(depth=MAX_DEPTH)
+        ident = id(value)
+        if ident in self._path:
+            return CIRCULAR.format(kind=kind)
+        self._path.add(ident)
+        try:
+            if isinstance(value, Mapping):
+                return self._mapping(value.items(), depth)
+            if dataclasses.is_dataclass(value):
+                return self._mapping(((f.name, getattr(value, f.name)) for f in dataclasses.fields(value)), depth)
+            return self._sequence(value, depth)
+        finally:
+            self._path.discard(ident)
+
+    def _room(self, count: int) -> bool:
+        """Whether one more item fits: no budget can show more items than it has characters."""
+        if self.cap is not None and count >= self.cap:
+            return False
+        return self.stop_at is None or self.spent <= self.stop_at
+
+    def _mapping(self, items: Any, depth: int) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        omitted = 0
+        for k, v in items:
+            if not self._room(len(out)):
+                omitted += 1
+                continue
+            name = self.key(k)
+            if name in out:  # two keys scrubbed (or stringified) to the same text: keep both
+                n = 2
+                while f"{name} #{n}" in out:
+                    n += 1
+                name = f"{name} #{n}"
+            self.spent += len(name) + 4
+            out[name] = self.node(v, depth + 1)
+        if omitted:
+            out[OMITTED_KEY] = OMITTED_ITEMS.format(count=omitted)
+        return out
+
+    def _sequence(self, items: Any, depth: int) -> list[Any]:
+        out: list[Any] = []
+        omitted = 0
+        for item in items:
+            if not self._room(len(out)):
+                omitted += 1
+                continue
+            self.spent += 1
+            out.append(self.node(item, depth + 1))
+        if omitted:
+            out.append(OMITTED_ITEMS.format(count=omitted))
+        return out
+
+
+def _number_text(value: int | float) -> str:
+    try:
+        return repr(value) if isinstance(value, float) else str(int(value))
+    except ValueError:  # an int beyond sys.get_int_max_str_digits()
+        return f"<int of about {int(int(value).bit_length() * 0.30103)} digits>"
+
+
+def _has_own_str(obj: object) -> bool:
+    """Whether ``str(obj)`` says something of its own (not ``<object at 0x…>``)."""
+    return type(obj).__str__ is not object.__str__ or type(obj).__repr__ is not object.__repr__
+
+
+# ------------------------------------------------------------------------------------ fit
+def fit(tree: Any, budget: int, *, prune_from: int) -> Any | None:
+    """Shrink ``tree`` until its JSON is at most ``budget`` characters, or None if it cannot be.
+
+    First every string leaf is capped at the largest length that fits (short leaves stay whole,
+    the longest lose most). If that leaves less than ``USEFUL_LEAF`` characters per leaf (many
+    mid-sized leaves), containers at depth ``prune_from`` or deeper keep only their first items,
+    whole, followed by a marker item; failing that, fewer items with every leaf a bare marker.
+    Containers above ``prune_from`` are the caller's schema (message lists, parts): the caller
+    decides what a marker looks like there, when this returns None.
+    """
+    if len(dumps_tree(tree)) <= budget:
+        return tree
+    longest = _longest_leaf(tree)
+    cap, by_leaves = _search(lambda c: _recut(tree, c, None, prune_from, 0), longest, budget)
+    widest = _widest(tree, prune_from, 0)
+    if by_leaves is not None and (cap >= USEFUL_LEAF or widest == 0):
+        return by_leaves
+    if widest == 0:
+        return None
+    _, by_items = _search(lambda n: _recut(tree, longest, n, prune_from, 0), widest - 1, budget)
+    if by_items is not None:
+        return by_items
+    if by_leaves is not None:
+        return by_leaves
+    return _search(lambda n: _recut(tree, 0, n, prune_from, 0), widest - 1, budget)[1]
+
+
+def _search(build: Callable[[int], Any], high: int, budget: int) -> tuple[int, Any | None]:
+    """Largest ``k`` in ``[0, high]`` whose ``build(k)`` fits (size grows with ``k``)."""
+    low, best, best_k = 0, None, -1
+    while low <= high:
+        mid = (low + high) // 2
+        candidate = build(mid)
+        if len(dumps_tree(candidate)) <= budget:
+            best, best_k, low = candidate, mid, mid + 1
+        else:
+            high = mid - 1
+    return best_k, best
+
+
+def _marker_len(total: int) -> int:
+    return len(TRUNCATION_MARKER.format(dropped=total, total=total))
+
+
+def _recut(node: Any, cap: int, items: int | None, prune_from: int, depth: int) -> Any:
+    if isinstance(node, str | Cut):
+        text = node.kept if isinstance(node, Cut) else node
+        total = node.total if isinstance(node, Cut) else len(node)
+        if len(text) > cap and cap + _marker_len(total) < len(leaf_text(node)):
+            return Cut(text[:cap], total)
+        return node
+    if isinstance(node, dict):
+        pairs = list(node.items())
+        if items is not None and depth >= prune_from and len(pairs) > items:
+            dropped = len(pairs) - items
+            pairs = [*pairs[:items], (OMITTED_KEY, OMITTED_ITEMS.format(count=dropped))]
+        return {k: _recut(v, cap, items, prune_from, depth + 1) for k, v in pairs}
+    if isinstance(node, list):
+        seq = node
+        if items is not None and depth >= prune_from and len(seq) > items:
+            seq = [*seq[:items], OMITTED_ITEMS.format(count=len(seq) - items)]
+        return [_recut(v, cap, items, prune_from, depth + 1) for v in seq]
+    return node
+
+
+def _longest_leaf(node: Any) -> int:
+    if isinstance(node, str):
+        return len(node)
+    if isinstance(node, Cut):
+        return len(node.kept)
+    if isinstance(node, dict):
+        return max((_longest_leaf(v) for v in node.values()), default=0)
+    if isinstance(node, list):
+        return max((_longest_leaf(v) for v in node), default=0)
+    return 0
+
+
+def _widest(node: Any, prune_from: int, depth: int) -> int:
+    if isinstance(node, dict | list):
+        own = len(node) if depth >= prune_from else 0
+        children = node.values() if isinstance(node, dict) else node
+        return max(own, max((_widest(v, prune_from, depth + 1) for v in children), default=0))
+    return 0
