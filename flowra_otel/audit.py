@@ -47,6 +47,7 @@ from typing import Any, Final, Literal, TextIO
 
 from . import redaction, semconv
 from .content import BUILTIN_SECRET_PATTERNS
+from .secret_scan import scan_text
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -74,7 +75,6 @@ EXIT_BAD_INPUT: Final = 2
 Format = Literal["otlp-json", "jaeger-json"]
 
 _LEDGER_PREFIX: Final = redaction.APPLIED.rsplit(".", 1)[0] + "."  # flowra.redaction.
-_MAX_JSON_DEPTH: Final = 8
 _STATUS_NAMES: Final = {0: "UNSET", 1: "OK", 2: "ERROR"}
 _JAEGER_STATUS_TAGS: Final = frozenset({"otel.status_code", "otel.status_description", "error"})
 _JAEGER_META_TAGS: Final = frozenset(
@@ -491,11 +491,11 @@ def audit_spans(
             tool_calls.append(_tool_call(span))
         seen: set[tuple[str, str]] = set()
         for where, text in _span_texts(span):
-            for kind, match in _matches(text, patterns, needles):
-                if (where, kind) in seen:
+            for finding in scan_text(text, secrets=needles, patterns=patterns):
+                if (where, finding.kind) in seen:
                     continue
-                seen.add((where, kind))
-                leaks.append(Leak(span.trace_id, span.span_id, span.name, where, kind, _mask(match)))
+                seen.add((where, finding.kind))
+                leaks.append(Leak(span.trace_id, span.span_id, span.name, where, finding.kind, _mask(finding.match)))
     return tool_calls, leaks
 
 
@@ -533,7 +533,7 @@ def _ledger_value(value: Any) -> Any:
 
 
 def _span_texts(span: AuditSpan) -> Iterator[tuple[str, str]]:
-    """(where, text) for every string a span carries, JSON-in-strings decoded too."""
+    """(where, text) for every string a span carries (`scan_text` looks inside encoded ones)."""
     yield "span name", span.name
     for key, value in span.attributes.items():
         for text in _strings(value):
@@ -548,39 +548,21 @@ def _span_texts(span: AuditSpan) -> Iterator[tuple[str, str]]:
             for text in _strings(value):
                 yield f"link attribute {key}", text
     if span.status_message:
-        for text in _strings(span.status_message):
-            yield "status message", text
+        yield "status message", span.status_message
 
 
-def _strings(value: Any, depth: int = 0) -> Iterator[str]:
+def _strings(value: Any) -> Iterator[str]:
+    """The strings in a value as a backend returned it (nested objects and arrays walked; explicit
+    nulls, numbers and booleans carry no text). Encoded text inside is `scan_text`'s business."""
     if isinstance(value, str):
         yield value
-        if depth < _MAX_JSON_DEPTH and value[:1] in ("{", "[", '"'):
-            try:
-                decoded = json.loads(value)
-            except (json.JSONDecodeError, RecursionError):
-                return
-            if decoded != value:
-                yield from _strings(decoded, depth + 1)
     elif isinstance(value, Mapping):
         for key, item in value.items():
-            yield from _strings(key, depth)
-            yield from _strings(item, depth)
+            yield str(key)
+            yield from _strings(item)
     elif isinstance(value, list | tuple):
         for item in value:
-            yield from _strings(item, depth)
-
-
-def _matches(
-    text: str, patterns: Sequence[tuple[str, re.Pattern[str]]], needles: Sequence[str]
-) -> Iterator[tuple[str, str]]:
-    for name, pattern in patterns:
-        found = pattern.search(text)
-        if found:
-            yield name, found.group(0)
-    for needle in needles:
-        if needle in text:
-            yield "given_secret", needle
+            yield from _strings(item)
 
 
 def _mask(secret: str) -> str:

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import ReadableSpan
 
 from flowra_otel import redaction, semconv
 from flowra_otel.__main__ import main
@@ -26,6 +28,7 @@ from tests.test_export_e2e import (
     SECRET_KEY,
     ExportedRun,
     Scenario,
+    collector_json,
     export_run,
     write_otlp_json,
 )
@@ -43,6 +46,11 @@ def audit(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str
     code = main(["audit", *argv])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
+
+
+def otlp_json_from_spans(spans: list[ReadableSpan]) -> dict[str, Any]:
+    """SDK spans as one Collector file-exporter line (the OTLP exporters' own protobuf encoding)."""
+    return collector_json(encode_spans(spans))
 
 
 # ------------------------------------------------------------------------------------ Jaeger
