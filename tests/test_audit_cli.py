@@ -328,12 +328,19 @@ def test_hand_written_otlp_json_error_status_events_and_status_message(
     assert "LEAK email:" in out and "status message: bob@…[15 chars]" in out
 
 
+ONE_SPAN: dict[str, Any] = {
+    "resourceSpans": [
+        {"scopeSpans": [{"spans": [{"traceId": "ab" * 16, "spanId": "cd" * 8, "name": "invoke_agent a"}]}]}
+    ]
+}
+
+
 def test_metrics_lines_are_skipped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "mixed.jsonl"
-    path.write_text('{"resourceMetrics": []}\n{"resourceSpans": []}\n', encoding="utf-8")
+    path.write_text(f'{{"resourceMetrics": []}}\n{json.dumps(ONE_SPAN)}\n', encoding="utf-8")
     code, out, _ = audit([str(path)], capsys)
     assert code == EXIT_CLEAN
-    assert "0 span(s)" in out and "tool calls: 0" in out
+    assert "1 span(s)" in out and "tool calls: 0" in out
 
 
 # ------------------------------------------------------------------------------------ bad input
@@ -379,9 +386,16 @@ def test_bad_options_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert code == EXIT_BAD_INPUT and "no such secrets file" in err
     code, _, err = audit([str(path), "--secret", ""], capsys)
     assert code == EXIT_BAD_INPUT and "--secret must not be empty" in err
-    with pytest.raises(SystemExit) as exc_info:
-        main(["audit"])
-    assert exc_info.value.code == 2  # argparse: the file argument is required
+    code, _, err = audit([], capsys)
+    assert code == EXIT_BAD_INPUT and "nothing to audit" in err
+    code, _, err = audit([str(path), "--phoenix", "http://127.0.0.1:9"], capsys)
+    assert code == EXIT_BAD_INPUT and "not both" in err
+    code, _, err = audit(["--phoenix", "http://127.0.0.1:9"], capsys)
+    assert code == EXIT_BAD_INPUT and "--phoenix needs --project" in err
+    code, _, err = audit([str(path), "--project", "p"], capsys)
+    assert code == EXIT_BAD_INPUT and "go with --phoenix" in err
+    code, _, err = audit(["--phoenix", "http://127.0.0.1:9", "--project", "p", "--since", "yesterday"], capsys)
+    assert code == EXIT_BAD_INPUT and "--since 'yesterday'" in err
 
 
 # ------------------------------------------------------------------------------------ as a process
