@@ -1,34 +1,45 @@
 """``flowra-otel audit``: read exported traces, list every tool call with its redaction ledger,
 and report any span value that looks like a secret.
 
-    python -m flowra_otel audit traces.jsonl [--secret S ...] [--secrets-file F]
-                                             [--no-builtin-patterns] [--json]
+    python -m flowra_otel audit FILE [--secret S ...] [--secrets-file F] [--no-builtin-patterns] [--json]
+    python -m flowra_otel audit --phoenix URL --project NAME [--since WHEN] [--secret S ...] ...
 
 Why: the redaction ledger (``flowra.redaction.*`` on ``execute_tool`` spans, see ``redaction.py``)
 says which hook changed which tool argument or result; this command turns a trace export into
 the review an auditor asks for ("which tool calls were redacted, by what, and did anything slip
-through?") without a tracing backend.
+through?") without a tracing backend, or reads a running Phoenix directly.
 
-Input, detected from the content:
+Input, detected from the content (never from the file name):
 
 * OTLP JSON as the OpenTelemetry Collector's ``file`` exporter writes it: one
-  ``ExportTraceServiceRequest`` per line (``{"resourceSpans": [...]}``), or one such document.
-  Ids may be hex (the OTLP JSON encoding) or base64 (protobuf's generic JSON mapping); enums
-  numbers or names; keys camelCase or snake_case. Lines holding metrics or logs are skipped.
+  ``ExportTraceServiceRequest`` per line (``{"resourceSpans": [...]}``), or one such document;
+  also Jaeger v2's ``/api/v3`` answers, which wrap it in ``{"result": ...}``. Ids may be hex (the
+  OTLP JSON encoding) or base64 (protobuf's generic JSON mapping); enums numbers or names; keys
+  camelCase or snake_case. Lines holding metrics or logs are skipped.
 * Jaeger's JSON trace export (``{"data": [{"traceID", "spans": [...], "processes": {...}}]}``),
-  as the Jaeger UI downloads it and its HTTP API returns it.
+  as the Jaeger UI downloads it and its v1 HTTP API returns it.
+* Phoenix's span exports as its REST API returns them: ``GET /v1/projects/{p}/spans``
+  (``{"data": [{"context", "name", "attributes", ...}]}``) and ``.../spans/otlpv1`` (OTLP-shaped
+  spans with snake_case keys); also a bare array or JSON lines of such spans. Phoenix writes every
+  unset field as an explicit ``null``: a null is no value, never the text "None".
+* With ``--phoenix URL --project NAME``: the project's spans read live from that REST API (all
+  pages; ``--since`` an ISO time or a duration such as ``2h``; ``PHOENIX_API_KEY`` sent if set).
+
+An input that yields no span at all is an error (exit 2), never "clean": an audit of nothing
+proves nothing.
 
 Checked, on every span: its name, attribute values (strings, and strings inside arrays), event
 names and attributes, link attributes and the status message. A string that is itself JSON
-(``gen_ai.input.messages``...) is also decoded, so a secret escaped inside it is still found.
+(``gen_ai.input.messages``...) is also decoded, and text that is cut (a truncated attribute) is
+JSON-unescaped, so a secret escaped inside either is still found (``flowra_otel.secret_scan``).
 What is looked for: the plugin's built-in secret patterns
 (``flowra_otel.content.BUILTIN_SECRET_PATTERNS``: API keys, bearer tokens, e-mail addresses, card
 numbers) unless ``--no-builtin-patterns``, and every exact string given with ``--secret`` or in
 ``--secrets-file`` (one per line; blank lines and lines starting with ``#`` are skipped). Matches
 are printed masked, so the report itself does not spread the secret.
 
-Exit status: 0 nothing found, 1 at least one leak, 2 the input could not be read or understood
-(one line on stderr says why).
+Exit status: 0 nothing found, 1 at least one leak, 2 the input could not be read or understood, or
+held no span (one line on stderr says why).
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from flowra_otel.__main__ import main
 from flowra_otel.audit import EXIT_BAD_INPUT, EXIT_CLEAN, EXIT_LEAK, audit_file
 from tests.otlp_receiver import AttrValue, SpanRecord
 from tests.test_export_e2e import (
+    REDACTED,
     REDACTION_HANDLER,
     SECRET_KEY,
     ExportedRun,
@@ -257,7 +258,7 @@ async def test_jaeger_export_gives_the_same_report(
     scenario: Scenario,
     expected_code: int,
 ) -> None:
-    run, otlp_path = await exported(monkeypatch, tmp_path, scenario)
+    run, _ = await exported(monkeypatch, tmp_path, scenario)
     jaeger_path = write_jaeger(run.spans, tmp_path / "jaeger.json")
     otlp = audit_file(otlp_path)
     jaeger = audit_file(jaeger_path)
@@ -424,3 +425,86 @@ async def test_python_dash_m_flowra_otel_audit(monkeypatch: pytest.MonkeyPatch, 
     assert missing.returncode == EXIT_BAD_INPUT
     assert missing.stdout == ""
     assert missing.stderr == f"flowra-otel audit: error: {tmp_path / 'missing.jsonl'}: no such file\n"
+
+
+# ------------------------------------------------------------------------------------ Phoenix exports
+PHOENIX_DATA = Path(__file__).parent / "data" / "phoenix"
+PHOENIX_FILES = (("spans.json", "phoenix-json"), ("spans-otlpv1.json", "phoenix-otlp-json"))
+
+
+@pytest.mark.parametrize(("file", "fmt"), PHOENIX_FILES)
+def test_phoenix_exports_are_read(file: str, fmt: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Real Phoenix answers (``tests/data/phoenix``): before, their ``data`` array was taken for
+    Jaeger traces and the audit said "0 span(s) ... clean"."""
+    code, out, _ = audit([str(PHOENIX_DATA / file), "--secret", SECRET_KEY, "--json"], capsys)
+    report = json.loads(out)
+    assert code == EXIT_CLEAN
+    assert (report["format"], report["traces"], report["spans"]) == (fmt, 1, 10)
+    calls = {c["call_id"]: c for c in report["tool_calls"]}
+    assert set(calls) == {"call_research", "call_account", "call_weather", "call_rome"}
+    assert calls["call_account"]["ledger"] == {
+        redaction.APPLIED: True,
+        redaction.FIELDS: ["result"],
+        redaction.key("result", "final_length"): 50,
+        redaction.key("result", "handlers"): ["tests.test_export_e2e.redact_api_keys"],
+        redaction.key("result", "original_length"): 74,
+    }
+    assert {c["agent_name"] for c in calls.values()} == {"assistant", "research"}
+    text_code, text, _ = audit([str(PHOENIX_DATA / file)], capsys)
+    assert text_code == EXIT_CLEAN
+    assert "None" not in text and "null" not in text  # explicit nulls are no values
+
+
+def test_phoenix_otlpv1_nulls_are_not_values() -> None:
+    report = audit_file(PHOENIX_DATA / "spans-otlpv1.json")
+    (root,) = [c for c in report.tool_calls if c.call_id == "call_account"]
+    assert root.status == "ok" and root.error_type is None and root.end_reason is None
+
+
+@pytest.mark.parametrize(("file", "fmt"), PHOENIX_FILES)
+def test_phoenix_export_with_a_planted_secret_is_a_leak(
+    file: str, fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (PHOENIX_DATA / file).read_text(encoding="utf-8")
+    assert text.count(REDACTED) >= 2
+    planted = tmp_path / file
+    planted.write_text(text.replace(REDACTED, SECRET_KEY), encoding="utf-8")
+    code, out, _ = audit([str(planted), "--secret", SECRET_KEY, "--json"], capsys)
+    report = json.loads(out)
+    assert code == EXIT_LEAK
+    places = {(leak["span_name"], leak["where"], leak["kind"]) for leak in report["leaks"]}
+    assert ("execute_tool lookup_account", "attribute gen_ai.tool.call.result", "given_secret") in places
+    assert ("execute_tool lookup_account", "attribute gen_ai.tool.call.result", "api_key") in places
+    assert SECRET_KEY not in out
+
+
+async def test_jaeger_v2_api_v3_answer_is_otlp_json(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run, _ = await exported(monkeypatch, tmp_path, "leak")
+    (request,) = run.trace_requests
+    v3 = tmp_path / "jaeger-v3.json"
+    v3.write_text(json.dumps({"result": collector_json(request)}), encoding="utf-8")
+    code, out, _ = audit([str(v3), "--json"], capsys)
+    report = json.loads(out)
+    assert code == EXIT_LEAK and report["format"] == "otlp-json" and report["spans"] == len(run.spans)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        pytest.param('{"data": [], "next_cursor": null}', "holds no spans", id="phoenix-empty"),
+        pytest.param('{"data": []}', "holds no spans", id="jaeger-empty"),
+        pytest.param('{"resourceSpans": []}', "holds no spans", id="otlp-empty"),
+        pytest.param('{"result": {"resourceSpans": []}}', "holds no spans", id="jaeger-v3-empty"),
+        pytest.param('{"data": [{"id": 1, "name": "x"}]}', "data[0] is neither", id="unknown-data-item"),
+    ],
+)
+def test_nothing_to_audit_is_never_clean(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, message: str
+) -> None:
+    path = tmp_path / "export.json"
+    path.write_text(content, encoding="utf-8")
+    code, out, err = audit([str(path), "--secret", "anything"], capsys)
+    assert (code, out) == (EXIT_BAD_INPUT, "")
+    assert message in err
