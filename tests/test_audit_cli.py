@@ -258,7 +258,7 @@ async def test_jaeger_export_gives_the_same_report(
     scenario: Scenario,
     expected_code: int,
 ) -> None:
-    run, _ = await exported(monkeypatch, tmp_path, scenario)
+    run, otlp_path = await exported(monkeypatch, tmp_path, scenario)
     jaeger_path = write_jaeger(run.spans, tmp_path / "jaeger.json")
     otlp = audit_file(otlp_path)
     jaeger = audit_file(jaeger_path)
