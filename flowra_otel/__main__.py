@@ -1,6 +1,7 @@
 """``python -m flowra_otel`` / ``flowra-otel``: the package's command line.
 
     flowra-otel audit FILE [--secret S ...] [--secrets-file F] [--no-builtin-patterns] [--json]
+    flowra-otel audit --phoenix URL --project NAME [--since WHEN] [--secret S ...] [...]
 
 See ``flowra_otel.audit`` for what the audit reads, checks and prints, and its exit status.
 """
@@ -24,9 +25,10 @@ def _parser() -> argparse.ArgumentParser:
         "audit",
         help="list tool calls with their redaction ledger and report secrets found in exported traces",
         description=(
-            "Read exported traces (OTLP JSON lines as the Collector's file exporter writes them, or Jaeger "
-            "JSON), print every tool call with its redaction ledger, then every span value matching a "
-            "secret pattern or a given string. Exit status: 0 clean, 1 leak found, 2 unreadable input."
+            "Read exported traces (OTLP JSON lines as the Collector's file exporter writes them, Jaeger "
+            "JSON, Phoenix span JSON) or a running Phoenix (--phoenix), print every tool call with its "
+            "redaction ledger, then every span value matching a secret pattern or a given string. "
+            "Exit status: 0 clean, 1 leak found, 2 unreadable input or no span at all."
         ),
     )
     audit.add_arguments(audit_parser)

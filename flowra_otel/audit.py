@@ -1,34 +1,45 @@
 """``flowra-otel audit``: read exported traces, list every tool call with its redaction ledger,
 and report any span value that looks like a secret.
 
-    python -m flowra_otel audit traces.jsonl [--secret S ...] [--secrets-file F]
-                                             [--no-builtin-patterns] [--json]
+    python -m flowra_otel audit FILE [--secret S ...] [--secrets-file F] [--no-builtin-patterns] [--json]
+    python -m flowra_otel audit --phoenix URL --project NAME [--since WHEN] [--secret S ...] ...
 
 Why: the redaction ledger (``flowra.redaction.*`` on ``execute_tool`` spans, see ``redaction.py``)
 says which hook changed which tool argument or result; this command turns a trace export into
 the review an auditor asks for ("which tool calls were redacted, by what, and did anything slip
-through?") without a tracing backend.
+through?") without a tracing backend, or reads a running Phoenix directly.
 
-Input, detected from the content:
+Input, detected from the content (never from the file name):
 
 * OTLP JSON as the OpenTelemetry Collector's ``file`` exporter writes it: one
-  ``ExportTraceServiceRequest`` per line (``{"resourceSpans": [...]}``), or one such document.
-  Ids may be hex (the OTLP JSON encoding) or base64 (protobuf's generic JSON mapping); enums
-  numbers or names; keys camelCase or snake_case. Lines holding metrics or logs are skipped.
+  ``ExportTraceServiceRequest`` per line (``{"resourceSpans": [...]}``), or one such document;
+  also Jaeger v2's ``/api/v3`` answers, which wrap it in ``{"result": ...}``. Ids may be hex (the
+  OTLP JSON encoding) or base64 (protobuf's generic JSON mapping); enums numbers or names; keys
+  camelCase or snake_case. Lines holding metrics or logs are skipped.
 * Jaeger's JSON trace export (``{"data": [{"traceID", "spans": [...], "processes": {...}}]}``),
-  as the Jaeger UI downloads it and its HTTP API returns it.
+  as the Jaeger UI downloads it and its v1 HTTP API returns it.
+* Phoenix's span exports as its REST API returns them: ``GET /v1/projects/{p}/spans``
+  (``{"data": [{"context", "name", "attributes", ...}]}``) and ``.../spans/otlpv1`` (OTLP-shaped
+  spans with snake_case keys); also a bare array or JSON lines of such spans. Phoenix writes every
+  unset field as an explicit ``null``: a null is no value, never the text "None".
+* With ``--phoenix URL --project NAME``: the project's spans read live from that REST API (all
+  pages; ``--since`` an ISO time or a duration such as ``2h``; ``PHOENIX_API_KEY`` sent if set).
+
+An input that yields no span at all is an error (exit 2), never "clean": an audit of nothing
+proves nothing.
 
 Checked, on every span: its name, attribute values (strings, and strings inside arrays), event
 names and attributes, link attributes and the status message. A string that is itself JSON
-(``gen_ai.input.messages``...) is also decoded, so a secret escaped inside it is still found.
+(``gen_ai.input.messages``...) is also decoded, and text that is cut (a truncated attribute) is
+JSON-unescaped, so a secret escaped inside either is still found (``flowra_otel.secret_scan``).
 What is looked for: the plugin's built-in secret patterns
 (``flowra_otel.content.BUILTIN_SECRET_PATTERNS``: API keys, bearer tokens, e-mail addresses, card
 numbers) unless ``--no-builtin-patterns``, and every exact string given with ``--secret`` or in
 ``--secrets-file`` (one per line; blank lines and lines starting with ``#`` are skipped). Matches
 are printed masked, so the report itself does not spread the secret.
 
-Exit status: 0 nothing found, 1 at least one leak, 2 the input could not be read or understood
-(one line on stderr says why).
+Exit status: 0 nothing found, 1 at least one leak, 2 the input could not be read or understood, or
+held no span (one line on stderr says why).
 """
 
 from __future__ import annotations
@@ -37,16 +48,22 @@ import argparse
 import base64
 import binascii
 import dataclasses
+import datetime
 import json
 import math
+import os
 import re
 import sys
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal, TextIO
 
 from . import redaction, semconv
 from .content import BUILTIN_SECRET_PATTERNS
+from .secret_scan import scan_text
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -60,8 +77,11 @@ __all__ = [
     "ToolCall",
     "add_arguments",
     "audit_file",
+    "audit_phoenix",
     "audit_spans",
+    "fetch_phoenix_spans",
     "load_traces",
+    "parse_since",
     "render_json",
     "render_text",
     "run",
@@ -71,10 +91,9 @@ EXIT_CLEAN: Final = 0
 EXIT_LEAK: Final = 1
 EXIT_BAD_INPUT: Final = 2
 
-Format = Literal["otlp-json", "jaeger-json"]
+Format = Literal["otlp-json", "jaeger-json", "phoenix-json", "phoenix-otlp-json"]
 
 _LEDGER_PREFIX: Final = redaction.APPLIED.rsplit(".", 1)[0] + "."  # flowra.redaction.
-_MAX_JSON_DEPTH: Final = 8
 _STATUS_NAMES: Final = {0: "UNSET", 1: "OK", 2: "ERROR"}
 _JAEGER_STATUS_TAGS: Final = frozenset({"otel.status_code", "otel.status_description", "error"})
 _JAEGER_META_TAGS: Final = frozenset(
@@ -168,10 +187,11 @@ class AuditReport:
 
 
 def load_traces(path: str | Path) -> tuple[Format, list[AuditSpan]]:
-    """Every span of an OTLP JSON (lines) or Jaeger JSON file, and which format it was.
+    """Every span of a trace export file (see the module docstring), and which format it was.
 
     Raises:
-        AuditInputError: missing or unreadable file, not JSON, or JSON of another shape.
+        AuditInputError: missing or unreadable file, not JSON, JSON of another shape, or no span
+            at all (an audit of nothing must never read "clean").
     """
     name = str(path)
     try:
@@ -179,29 +199,30 @@ def load_traces(path: str | Path) -> tuple[Format, list[AuditSpan]]:
     except FileNotFoundError:
         raise AuditInputError(f"{name}: no such file") from None
     except UnicodeDecodeError:
-        raise AuditInputError(f"{name}: not UTF-8 text (expected OTLP JSON or Jaeger JSON)") from None
+        raise AuditInputError(f"{name}: not UTF-8 text (expected {_EXPECTED})") from None
     except OSError as exc:
         raise AuditInputError(f"{name}: cannot read: {exc.strerror or exc}") from None
     if not text.strip():
-        raise AuditInputError(f"{name}: empty file (expected OTLP JSON or Jaeger JSON traces)")
+        raise AuditInputError(f"{name}: empty file (expected {_EXPECTED})")
 
-    documents = _json_documents(name, text)
     formats: set[Format] = set()
     spans: list[AuditSpan] = []
     saw_traces = False
-    for where, document in documents:
-        kind = _document_kind(name, where, document)
-        if kind is None:
+    for where, document in _json_documents(name, text):
+        found = _document_spans(name, where, document)
+        if found is None:
             continue
         saw_traces = True
-        formats.add(kind)
-        if kind == "otlp-json":
-            spans.extend(_otlp_spans(name, where, _otlp_root(document)))
-        else:
-            spans.extend(_jaeger_spans(name, where, document))
+        formats.add(found[0])
+        spans.extend(found[1])
     if not saw_traces:
         raise AuditInputError(f"{name}: holds no traces (only metrics or logs)")
-    return ("jaeger-json" if formats == {"jaeger-json"} else "otlp-json"), spans
+    if not spans:
+        raise AuditInputError(f"{name}: holds no spans (nothing to audit)")
+    return (formats.pop() if len(formats) == 1 else "otlp-json"), spans
+
+
+_EXPECTED: Final = "OTLP JSON, Jaeger JSON or Phoenix span JSON"
 
 
 def _json_documents(name: str, text: str) -> list[tuple[str, Any]]:
@@ -226,41 +247,70 @@ def _json_documents(name: str, text: str) -> list[tuple[str, Any]]:
     return documents
 
 
-def _document_kind(name: str, where: str, document: Any) -> Format | None:
-    prefix = f"{name}: {where + ': ' if where else ''}"
+def _document_spans(name: str, where: str, document: Any) -> tuple[Format, list[AuditSpan]] | None:
+    """The spans of one JSON document and its format; None for a metrics or logs document."""
+    at = f"{name}: {where + ': ' if where else ''}"
     if isinstance(document, dict):
         if _first(document, "resourceSpans", "resource_spans") is not None:
-            return "otlp-json"
+            return "otlp-json", list(_otlp_spans(at, document))
         result = document.get("result")
         if isinstance(result, dict) and _first(result, "resourceSpans", "resource_spans") is not None:
-            return "otlp-json"  # Jaeger's API v3 wraps OTLP JSON in {"result": ...}
-        if isinstance(document.get("data"), list):
-            return "jaeger-json"
+            return "otlp-json", list(_otlp_spans(at, result))  # Jaeger's API v3 wraps OTLP JSON
+        data = document.get("data")
+        if isinstance(data, list):  # Jaeger's API and download, Phoenix's REST API: {"data": [...]}
+            return _data_items(at, data)
+        if _item_kind(document) in ("phoenix-json", "phoenix-otlp-json"):  # one span per line or array item
+            return _data_items(at, [document])
         if any(key in document for key in _NON_TRACE_KEYS):
             return None
         keys = ", ".join(sorted(str(k) for k in document)[:6]) or "none"
-        raise AuditInputError(
-            f"{prefix}JSON of an unknown shape: expected OTLP JSON (resourceSpans) or Jaeger JSON (data), "
-            f"found an object with keys: {keys}"
-        )
-    raise AuditInputError(
-        f"{prefix}JSON of an unknown shape: expected OTLP JSON (resourceSpans) or Jaeger JSON (data), "
-        f"found {_json_type(document)}"
-    )
+        raise AuditInputError(f"{at}JSON of an unknown shape: expected {_EXPECTED}, found an object with keys: {keys}")
+    raise AuditInputError(f"{at}JSON of an unknown shape: expected {_EXPECTED}, found {_json_type(document)}")
 
 
-def _otlp_root(document: dict[str, Any]) -> dict[str, Any]:
-    if _first(document, "resourceSpans", "resource_spans") is None:
-        result: dict[str, Any] = document["result"]
-        return result
-    return document
+def _item_kind(item: Any) -> Format | None:
+    """What one element of a ``data`` array is: a Jaeger trace, a Phoenix span, an OTLP span."""
+    if not isinstance(item, dict):
+        return None
+    if "spans" in item and "context" not in item:
+        return "jaeger-json"
+    context = item.get("context")
+    if isinstance(context, dict) and "span_id" in context and "trace_id" in context:
+        return "phoenix-json"
+    if _first(item, "spanId", "span_id") is not None and _first(item, "traceId", "trace_id") is not None:
+        return "phoenix-otlp-json"
+    return None
+
+
+def _data_items(at: str, data: list[Any]) -> tuple[Format, list[AuditSpan]]:
+    formats: set[Format] = set()
+    spans: list[AuditSpan] = []
+    for i, item in enumerate(data):
+        kind = _item_kind(item)
+        if kind is None:
+            found = (
+                f"an object with keys: {', '.join(sorted(item)[:6])}" if isinstance(item, dict) else _json_type(item)
+            )
+            raise AuditInputError(
+                f"{at}data[{i}] is neither a Jaeger trace (traceID, spans), a Phoenix span (context, name) "
+                f"nor an OTLP span (trace_id, span_id): found {found}"
+            )
+        formats.add(kind)
+        if kind == "jaeger-json":
+            spans.extend(_jaeger_trace_spans(at, f"data[{i}]", item))
+        elif kind == "phoenix-json":
+            spans.append(_phoenix_span(at, item))
+        else:
+            spans.append(_otlp_span(at, item, None))
+    if len(formats) > 1:
+        raise AuditInputError(f"{at}data mixes {' and '.join(sorted(formats))} items")
+    return (formats.pop() if formats else "jaeger-json"), spans
 
 
 # --- OTLP JSON --------------------------------------------------------------------------------
 
 
-def _otlp_spans(name: str, where: str, document: dict[str, Any]) -> Iterator[AuditSpan]:
-    at = f"{name}: {where + ': ' if where else ''}"
+def _otlp_spans(at: str, document: dict[str, Any]) -> Iterator[AuditSpan]:
     for i, resource_spans in enumerate(_list(at, "resourceSpans", _first(document, "resourceSpans", "resource_spans"))):
         rs = _object(at, f"resourceSpans[{i}]", resource_spans)
         resource = _object(at, f"resourceSpans[{i}].resource", rs.get("resource") or {})
@@ -278,7 +328,7 @@ def _otlp_span(at: str, span: dict[str, Any], service: str | None) -> AuditSpan:
     status = span.get("status") or {}
     code = status.get("code", 0) if isinstance(status, dict) else 0
     events = tuple(
-        SpanEvent(str(ev.get("name", "")), _otlp_attributes(at, ev.get("attributes")))
+        SpanEvent(_text(ev.get("name")), _otlp_attributes(at, ev.get("attributes")))
         for ev in (_object(at, "event", e) for e in _list(at, "events", span.get("events")))
     )
     links = tuple(
@@ -289,12 +339,12 @@ def _otlp_span(at: str, span: dict[str, Any], service: str | None) -> AuditSpan:
         trace_id=_span_id(_first(span, "traceId", "trace_id")) or "",
         span_id=_span_id(_first(span, "spanId", "span_id")) or "",
         parent_span_id=_span_id(_first(span, "parentSpanId", "parent_span_id")),
-        name=str(span.get("name", "")),
+        name=_text(span.get("name")),
         attributes=_otlp_attributes(at, span.get("attributes")),
         events=events,
         link_attributes=links,
         status_code=_status_name(code),
-        status_message=str(status.get("message", "")) if isinstance(status, dict) else "",
+        status_message=_text(status.get("message")) if isinstance(status, dict) else "",
         service_name=service,
     )
 
@@ -303,7 +353,9 @@ def _otlp_attributes(at: str, raw: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for item in _list(at, "attributes", raw):
         kv = _object(at, "attribute", item)
-        out[str(kv.get("key", ""))] = _any_value(kv.get("value"))
+        value = _any_value(kv.get("value"))
+        if value is not None:
+            out[_text(kv.get("key"))] = value
     return out
 
 
@@ -312,7 +364,7 @@ def _any_value(value: Any) -> Any:
     if not isinstance(value, dict):
         return value
     for key, decode in _ANY_VALUE_FIELDS:
-        if key in value:
+        if value.get(key) is not None:  # Phoenix writes every field, the unset ones as null
             return decode(value[key])
     return None
 
@@ -340,7 +392,7 @@ def _kvlist_value(raw: Any) -> dict[str, Any]:
     values = raw.get("values", []) if isinstance(raw, dict) else []
     if not isinstance(values, list):
         return {}
-    return {str(kv.get("key", "")): _any_value(kv.get("value")) for kv in values if isinstance(kv, dict)}
+    return {_text(kv.get("key")): _any_value(kv.get("value")) for kv in values if isinstance(kv, dict)}
 
 
 _ANY_VALUE_FIELDS: Final = (
@@ -371,18 +423,15 @@ def _status_name(code: Any) -> str:
 # --- Jaeger JSON ------------------------------------------------------------------------------
 
 
-def _jaeger_spans(name: str, where: str, document: dict[str, Any]) -> Iterator[AuditSpan]:
-    at = f"{name}: {where + ': ' if where else ''}"
-    for i, raw_trace in enumerate(_list(at, "data", document.get("data"))):
-        trace = _object(at, f"data[{i}]", raw_trace)
-        processes = trace.get("processes") or {}
-        if not isinstance(processes, dict):
-            raise AuditInputError(f"{at}data[{i}].processes is {_json_type(processes)}, expected an object")
-        for k, raw in enumerate(_list(at, f"data[{i}].spans", trace.get("spans"))):
-            span = _object(at, f"data[{i}].spans[{k}]", raw)
-            process = processes.get(span.get("processID")) or span.get("process") or {}
-            service = process.get("serviceName") if isinstance(process, dict) else None
-            yield _jaeger_span(at, span, trace.get("traceID"), service)
+def _jaeger_trace_spans(at: str, what: str, trace: dict[str, Any]) -> Iterator[AuditSpan]:
+    processes = trace.get("processes") or {}
+    if not isinstance(processes, dict):
+        raise AuditInputError(f"{at}{what}.processes is {_json_type(processes)}, expected an object")
+    for k, raw in enumerate(_list(at, f"{what}.spans", trace.get("spans"))):
+        span = _object(at, f"{what}.spans[{k}]", raw)
+        process = processes.get(span.get("processID")) or span.get("process") or {}
+        service = process.get("serviceName") if isinstance(process, dict) else None
+        yield _jaeger_span(at, span, trace.get("traceID"), service)
 
 
 def _jaeger_span(at: str, span: dict[str, Any], trace_id: Any, service: Any) -> AuditSpan:
@@ -392,24 +441,24 @@ def _jaeger_span(at: str, span: dict[str, Any], trace_id: Any, service: Any) -> 
         if isinstance(ref, dict) and ref.get("refType", "CHILD_OF") == "CHILD_OF":
             parent = _span_id(ref.get("spanID"))
             break
-    code = str(tags.get("otel.status_code", "")).upper()
+    code = _text(tags.get("otel.status_code")).upper()
     if not code and tags.get("error") is True:
         code = "ERROR"
     events = []
     for log in _list(at, "logs", span.get("logs")):
         fields = _jaeger_tags(at, _object(at, "log", log).get("fields"))
-        event_name = str(fields.pop("event", ""))
+        event_name = _text(fields.pop("event", None))
         events.append(SpanEvent(event_name, fields))
     attributes = {k: v for k, v in tags.items() if k not in _JAEGER_STATUS_TAGS and k not in _JAEGER_META_TAGS}
     return AuditSpan(
         trace_id=_span_id(span.get("traceID") or trace_id) or "",
         span_id=_span_id(span.get("spanID")) or "",
         parent_span_id=parent,
-        name=str(span.get("operationName", "")),
+        name=_text(span.get("operationName")),
         attributes=attributes,
         events=tuple(events),
         status_code=code if code in ("OK", "ERROR") else "UNSET",
-        status_message=str(tags.get("otel.status_description", "")),
+        status_message=_text(tags.get("otel.status_description")),
         service_name=str(service) if service is not None else None,
     )
 
@@ -418,11 +467,46 @@ def _jaeger_tags(at: str, raw: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for item in _list(at, "tags", raw):
         tag = _object(at, "tag", item)
-        out[str(tag.get("key", ""))] = tag.get("value")
+        if tag.get("value") is not None:
+            out[_text(tag.get("key"))] = tag.get("value")
     return out
 
 
+# --- Phoenix REST spans ---------------------------------------------------------------------
+
+
+def _phoenix_span(at: str, span: dict[str, Any]) -> AuditSpan:
+    """One span as ``GET /v1/projects/{project}/spans`` returns it: flat attribute keys, values
+    possibly nested or null, OpenInference attributes Phoenix derived from ``gen_ai.*`` included."""
+    context = _object(at, "context", span.get("context"))
+    attributes = _object(at, "attributes", span.get("attributes") or {})
+    events = tuple(
+        SpanEvent(_text(ev.get("name")), _non_null(_object(at, "event attributes", ev.get("attributes") or {})))
+        for ev in (_object(at, "event", e) for e in _list(at, "events", span.get("events")))
+    )
+    code = _text(span.get("status_code")).upper()
+    return AuditSpan(
+        trace_id=_span_id(context.get("trace_id")) or "",
+        span_id=_span_id(context.get("span_id")) or "",
+        parent_span_id=_span_id(span.get("parent_id")),
+        name=_text(span.get("name")),
+        attributes=_non_null(attributes),
+        events=events,
+        status_code=code if code in ("OK", "ERROR") else "UNSET",
+        status_message=_text(span.get("status_message")),
+    )
+
+
+def _non_null(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    return {str(k): v for k, v in attributes.items() if v is not None}
+
+
 # --- shared helpers ---------------------------------------------------------------------------
+
+
+def _text(value: Any) -> str:
+    """A string field as text; an absent or explicit-null one (Phoenix writes those) as ""."""
+    return "" if value is None else str(value)
 
 
 def _first(obj: Mapping[str, Any], *keys: str) -> Any:
@@ -491,11 +575,11 @@ def audit_spans(
             tool_calls.append(_tool_call(span))
         seen: set[tuple[str, str]] = set()
         for where, text in _span_texts(span):
-            for kind, match in _matches(text, patterns, needles):
-                if (where, kind) in seen:
+            for finding in scan_text(text, secrets=needles, patterns=patterns):
+                if (where, finding.kind) in seen:
                     continue
-                seen.add((where, kind))
-                leaks.append(Leak(span.trace_id, span.span_id, span.name, where, kind, _mask(match)))
+                seen.add((where, finding.kind))
+                leaks.append(Leak(span.trace_id, span.span_id, span.name, where, finding.kind, _mask(finding.match)))
     return tool_calls, leaks
 
 
@@ -533,7 +617,7 @@ def _ledger_value(value: Any) -> Any:
 
 
 def _span_texts(span: AuditSpan) -> Iterator[tuple[str, str]]:
-    """(where, text) for every string a span carries, JSON-in-strings decoded too."""
+    """(where, text) for every string a span carries (`scan_text` looks inside encoded ones)."""
     yield "span name", span.name
     for key, value in span.attributes.items():
         for text in _strings(value):
@@ -548,39 +632,21 @@ def _span_texts(span: AuditSpan) -> Iterator[tuple[str, str]]:
             for text in _strings(value):
                 yield f"link attribute {key}", text
     if span.status_message:
-        for text in _strings(span.status_message):
-            yield "status message", text
+        yield "status message", span.status_message
 
 
-def _strings(value: Any, depth: int = 0) -> Iterator[str]:
+def _strings(value: Any) -> Iterator[str]:
+    """The strings in a value as a backend returned it (nested objects and arrays walked; explicit
+    nulls, numbers and booleans carry no text). Encoded text inside is `scan_text`'s business."""
     if isinstance(value, str):
         yield value
-        if depth < _MAX_JSON_DEPTH and value[:1] in ("{", "[", '"'):
-            try:
-                decoded = json.loads(value)
-            except (json.JSONDecodeError, RecursionError):
-                return
-            if decoded != value:
-                yield from _strings(decoded, depth + 1)
     elif isinstance(value, Mapping):
         for key, item in value.items():
-            yield from _strings(key, depth)
-            yield from _strings(item, depth)
+            yield str(key)
+            yield from _strings(item)
     elif isinstance(value, list | tuple):
         for item in value:
-            yield from _strings(item, depth)
-
-
-def _matches(
-    text: str, patterns: Sequence[tuple[str, re.Pattern[str]]], needles: Sequence[str]
-) -> Iterator[tuple[str, str]]:
-    for name, pattern in patterns:
-        found = pattern.search(text)
-        if found:
-            yield name, found.group(0)
-    for needle in needles:
-        if needle in text:
-            yield "given_secret", needle
+            yield from _strings(item)
 
 
 def _mask(secret: str) -> str:
@@ -595,9 +661,112 @@ def audit_file(path: str | Path, *, secrets: Sequence[str] = (), builtin_pattern
         AuditInputError: see `load_traces`.
     """
     fmt, spans = load_traces(path)
+    return _report(str(path), fmt, spans, secrets=secrets, builtin_patterns=builtin_patterns)
+
+
+def audit_phoenix(
+    url: str,
+    project: str,
+    *,
+    since: datetime.datetime | None = None,
+    secrets: Sequence[str] = (),
+    builtin_patterns: bool = True,
+    timeout: float = 30.0,
+) -> AuditReport:
+    """Audit what a running Phoenix holds for ``project`` (spans started at or after ``since``),
+    read through its REST API, so what is checked is what its UI and API give out.
+
+    Raises:
+        AuditInputError: Phoenix unreachable or answering an error, no such project, or no span.
+    """
+    spans = fetch_phoenix_spans(url, project, since=since, timeout=timeout)
+    where = f"{url.rstrip('/')} project {project!r}" + (f" since {since.isoformat()}" if since else "")
+    if not spans:
+        raise AuditInputError(f"{where}: no spans (nothing to audit)")
+    return _report(where, "phoenix-json", spans, secrets=secrets, builtin_patterns=builtin_patterns)
+
+
+def fetch_phoenix_spans(
+    url: str, project: str, *, since: datetime.datetime | None = None, timeout: float = 30.0
+) -> list[AuditSpan]:
+    """Every span of ``project`` from ``GET /v1/projects/{project}/spans``, all pages.
+
+    ``PHOENIX_API_KEY``, when set, is sent as a bearer token (Phoenix with authentication on).
+    """
+    base = url.rstrip("/")
+    headers = {"Accept": "application/json"}
+    api_key = os.environ.get("PHOENIX_API_KEY")
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    at = f"{base} project {project!r}: "
+    spans: list[AuditSpan] = []
+    cursor: str | None = None
+    for _ in range(_MAX_PAGES):
+        query: dict[str, str | int] = {"limit": _PAGE_SIZE}
+        if since is not None:
+            query["start_time"] = since.isoformat()
+        if cursor:
+            query["cursor"] = cursor
+        address = f"{base}/v1/projects/{urllib.parse.quote(project, safe='')}/spans?{urllib.parse.urlencode(query)}"
+        page = _get_json(address, headers, timeout, at)
+        if not isinstance(page, dict) or not isinstance(page.get("data"), list):
+            raise AuditInputError(f"{at}not a Phoenix spans answer (no data array)")
+        for item in page["data"]:
+            spans.append(_phoenix_span(at, _object(at, "span", item)))
+        cursor = page.get("next_cursor")
+        if not cursor:
+            return spans
+    raise AuditInputError(f"{at}more than {_MAX_PAGES * _PAGE_SIZE} spans: narrow it with --since")
+
+
+_PAGE_SIZE: Final = 1000
+_MAX_PAGES: Final = 1000
+
+
+def _get_json(address: str, headers: Mapping[str, str], timeout: float, at: str) -> Any:
+    request = urllib.request.Request(address, headers=dict(headers))
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            body = response.read()
+    except urllib.error.HTTPError as exc:
+        detail = exc.read()[:200].decode("utf-8", "replace").strip()
+        what = "no such project" if exc.code == 404 else f"HTTP {exc.code}"
+        raise AuditInputError(f"{at}{what}{': ' + detail if detail else ''}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise AuditInputError(f"{at}cannot reach Phoenix: {reason}") from None
+    try:
+        return json.loads(body)
+    except ValueError:
+        raise AuditInputError(f"{at}the answer is not JSON") from None
+
+
+def parse_since(text: str, *, now: datetime.datetime | None = None) -> datetime.datetime:
+    """``--since``: an ISO 8601 time (UTC when it has no offset) or a duration back from now
+    (``90s``, ``30m``, ``2h``, ``7d``)."""
+    match = _DURATION.fullmatch(text.strip())
+    if match:
+        amount, unit = int(match.group(1)), match.group(2)
+        seconds = amount * {"s": 1, "m": 60, "h": 3600, "d": 86400}[unit]
+        return (now or datetime.datetime.now(datetime.UTC)) - datetime.timedelta(seconds=seconds)
+    try:
+        moment = datetime.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise AuditInputError(
+            f"--since {text!r}: expected an ISO 8601 time (2026-11-23T10:00:00Z) or a duration (30m, 2h, 7d)"
+        ) from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=datetime.UTC)
+
+
+_DURATION: Final = re.compile(r"(\d+)([smhd])")
+
+
+def _report(
+    where: str, fmt: str, spans: Sequence[AuditSpan], *, secrets: Sequence[str], builtin_patterns: bool
+) -> AuditReport:
     tool_calls, leaks = audit_spans(spans, secrets=secrets, builtin_patterns=builtin_patterns)
     return AuditReport(
-        path=str(path),
+        path=where,
         format=fmt,
         trace_count=len({s.trace_id for s in spans}),
         span_count=len(spans),
@@ -621,8 +790,16 @@ def _format_value(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+_FORMAT_LABELS: Final = {
+    "otlp-json": "OTLP JSON",
+    "jaeger-json": "Jaeger JSON",
+    "phoenix-json": "Phoenix spans",
+    "phoenix-otlp-json": "Phoenix OTLP spans",
+}
+
+
 def render_text(report: AuditReport) -> str:
-    label = {"otlp-json": "OTLP JSON", "jaeger-json": "Jaeger JSON"}.get(report.format, report.format)
+    label = _FORMAT_LABELS.get(report.format, report.format)
     lines = [
         f"flowra-otel audit: {report.path} ({label}: {report.trace_count} trace(s), {report.span_count} span(s))",
         "",
@@ -678,7 +855,16 @@ def render_json(report: AuditReport) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", help="exported traces: OTLP JSON (lines) or Jaeger JSON")
+    parser.add_argument("file", nargs="?", help="exported traces: OTLP JSON (lines), Jaeger JSON or Phoenix span JSON")
+    parser.add_argument(
+        "--phoenix", metavar="URL", help="audit a running Phoenix instead of a file, e.g. http://127.0.0.1:6006"
+    )
+    parser.add_argument("--project", metavar="NAME", help="the Phoenix project to read (with --phoenix)")
+    parser.add_argument(
+        "--since",
+        metavar="WHEN",
+        help="with --phoenix: only spans started since WHEN, an ISO 8601 time or a duration back (30m, 2h, 7d)",
+    )
     parser.add_argument(
         "--secret",
         action="append",
@@ -719,7 +905,20 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
             raise AuditInputError("--secret must not be empty")
         if args.secrets_file:
             secrets.extend(_read_secrets(args.secrets_file))
-        report = audit_file(args.file, secrets=secrets, builtin_patterns=not args.no_builtin_patterns)
+        builtin = not args.no_builtin_patterns
+        if args.phoenix:
+            if args.file:
+                raise AuditInputError("give a FILE or --phoenix URL, not both")
+            if not args.project:
+                raise AuditInputError("--phoenix needs --project NAME (Phoenix's default project is 'default')")
+            since = parse_since(args.since) if args.since else None
+            report = audit_phoenix(args.phoenix, args.project, since=since, secrets=secrets, builtin_patterns=builtin)
+        else:
+            if not args.file:
+                raise AuditInputError("nothing to audit: give a FILE, or --phoenix URL --project NAME")
+            if args.project or args.since:
+                raise AuditInputError("--project and --since go with --phoenix URL")
+            report = audit_file(args.file, secrets=secrets, builtin_patterns=builtin)
     except AuditInputError as exc:
         err.write(f"flowra-otel audit: error: {exc}\n")
         return EXIT_BAD_INPUT

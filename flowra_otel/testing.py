@@ -14,8 +14,10 @@ make that a one-liner on the spans of the OpenTelemetry SDK's ``InMemorySpanExpo
 Every place a span can carry text is searched: the span name, attributes (strings and string
 arrays), event names and attributes, link attributes, the status description and the resource
 attributes. Content attributes are JSON (``gen_ai.input.messages``...), where a secret may only
-appear escaped (``"pa\\"ss"``, ``"\\u00e9"``, a JSON document inside a JSON string), so every text
-that parses as JSON is also decoded, recursively, and its strings searched too.
+appear escaped (``"pa\\"ss"``, ``"\\u00e9"``, a PEM key's ``\\n``, a JSON document inside a JSON
+string), and a truncated attribute is JSON no more: every text is searched raw, decoded when it
+parses as JSON (layer by layer), and JSON-unescaped when it does not
+(``flowra_otel.secret_scan``, the scanner the ``audit`` command uses too).
 
 Pair every ``assert_no_leak`` with a positive check (the redacted replacement *is* recorded):
 a trace with no content at all also has no leak.
@@ -25,16 +27,14 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 
-__all__ = ["Leak", "assert_no_leak", "find_leaks"]
+from .secret_scan import scan_text
 
-_MAX_JSON_DEPTH = 8
-"""How many JSON layers (a JSON document inside a JSON string inside ...) are decoded."""
+__all__ = ["Leak", "assert_no_leak", "find_leaks"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -78,45 +78,10 @@ def _secrets(secrets: str | Iterable[str]) -> tuple[str, ...]:
     return tuple(values)
 
 
-def _json_strings(value: Any, depth: int) -> Iterator[str]:
-    """Every string (keys included) in a decoded JSON value, decoding nested JSON strings too."""
-    if isinstance(value, str):
-        yield value
-        yield from _decoded(value, depth)
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            yield from _json_strings(key, depth)
-            yield from _json_strings(item, depth)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _json_strings(item, depth)
-
-
-def _decoded(text: str, depth: int) -> Iterator[str]:
-    """The strings inside ``text`` when it is a JSON document (nothing when it is not)."""
-    if depth >= _MAX_JSON_DEPTH:
-        return
-    stripped = text.strip()
-    if not stripped or stripped[0] not in '{["':
-        return
-    try:
-        value = json.loads(stripped)
-    except ValueError:
-        return
-    yield from _json_strings(value, depth + 1)
-
-
 def _find(text: str, secrets: Sequence[str]) -> Iterator[tuple[int, bool]]:
     """(secret index, found only after decoding) for each secret in ``text``."""
-    decoded: list[str] | None = None
-    for index, secret in enumerate(secrets):
-        if secret in text:
-            yield index, False
-            continue
-        if decoded is None:
-            decoded = list(_decoded(text, 0))
-        if any(secret in s for s in decoded):
-            yield index, True
+    for finding in scan_text(text, secrets=secrets):
+        yield finding.index, finding.decoded
 
 
 def _attribute_texts(attributes: Mapping[str, Any] | None, prefix: str) -> Iterator[tuple[str, str]]:

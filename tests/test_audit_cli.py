@@ -16,16 +16,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import ReadableSpan
 
 from flowra_otel import redaction, semconv
 from flowra_otel.__main__ import main
 from flowra_otel.audit import EXIT_BAD_INPUT, EXIT_CLEAN, EXIT_LEAK, audit_file
 from tests.otlp_receiver import AttrValue, SpanRecord
 from tests.test_export_e2e import (
+    REDACTED,
     REDACTION_HANDLER,
     SECRET_KEY,
     ExportedRun,
     Scenario,
+    collector_json,
     export_run,
     write_otlp_json,
 )
@@ -43,6 +47,11 @@ def audit(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str
     code = main(["audit", *argv])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
+
+
+def otlp_json_from_spans(spans: list[ReadableSpan]) -> dict[str, Any]:
+    """SDK spans as one Collector file-exporter line (the OTLP exporters' own protobuf encoding)."""
+    return collector_json(encode_spans(spans))
 
 
 # ------------------------------------------------------------------------------------ Jaeger
@@ -320,12 +329,19 @@ def test_hand_written_otlp_json_error_status_events_and_status_message(
     assert "LEAK email:" in out and "status message: bob@…[15 chars]" in out
 
 
+ONE_SPAN: dict[str, Any] = {
+    "resourceSpans": [
+        {"scopeSpans": [{"spans": [{"traceId": "ab" * 16, "spanId": "cd" * 8, "name": "invoke_agent a"}]}]}
+    ]
+}
+
+
 def test_metrics_lines_are_skipped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "mixed.jsonl"
-    path.write_text('{"resourceMetrics": []}\n{"resourceSpans": []}\n', encoding="utf-8")
+    path.write_text(f'{{"resourceMetrics": []}}\n{json.dumps(ONE_SPAN)}\n', encoding="utf-8")
     code, out, _ = audit([str(path)], capsys)
     assert code == EXIT_CLEAN
-    assert "0 span(s)" in out and "tool calls: 0" in out
+    assert "1 span(s)" in out and "tool calls: 0" in out
 
 
 # ------------------------------------------------------------------------------------ bad input
@@ -371,9 +387,16 @@ def test_bad_options_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert code == EXIT_BAD_INPUT and "no such secrets file" in err
     code, _, err = audit([str(path), "--secret", ""], capsys)
     assert code == EXIT_BAD_INPUT and "--secret must not be empty" in err
-    with pytest.raises(SystemExit) as exc_info:
-        main(["audit"])
-    assert exc_info.value.code == 2  # argparse: the file argument is required
+    code, _, err = audit([], capsys)
+    assert code == EXIT_BAD_INPUT and "nothing to audit" in err
+    code, _, err = audit([str(path), "--phoenix", "http://127.0.0.1:9"], capsys)
+    assert code == EXIT_BAD_INPUT and "not both" in err
+    code, _, err = audit(["--phoenix", "http://127.0.0.1:9"], capsys)
+    assert code == EXIT_BAD_INPUT and "--phoenix needs --project" in err
+    code, _, err = audit([str(path), "--project", "p"], capsys)
+    assert code == EXIT_BAD_INPUT and "go with --phoenix" in err
+    code, _, err = audit(["--phoenix", "http://127.0.0.1:9", "--project", "p", "--since", "yesterday"], capsys)
+    assert code == EXIT_BAD_INPUT and "--since 'yesterday'" in err
 
 
 # ------------------------------------------------------------------------------------ as a process
@@ -402,3 +425,86 @@ async def test_python_dash_m_flowra_otel_audit(monkeypatch: pytest.MonkeyPatch, 
     assert missing.returncode == EXIT_BAD_INPUT
     assert missing.stdout == ""
     assert missing.stderr == f"flowra-otel audit: error: {tmp_path / 'missing.jsonl'}: no such file\n"
+
+
+# ------------------------------------------------------------------------------------ Phoenix exports
+PHOENIX_DATA = Path(__file__).parent / "data" / "phoenix"
+PHOENIX_FILES = (("spans.json", "phoenix-json"), ("spans-otlpv1.json", "phoenix-otlp-json"))
+
+
+@pytest.mark.parametrize(("file", "fmt"), PHOENIX_FILES)
+def test_phoenix_exports_are_read(file: str, fmt: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Real Phoenix answers (``tests/data/phoenix``): before, their ``data`` array was taken for
+    Jaeger traces and the audit said "0 span(s) ... clean"."""
+    code, out, _ = audit([str(PHOENIX_DATA / file), "--secret", SECRET_KEY, "--json"], capsys)
+    report = json.loads(out)
+    assert code == EXIT_CLEAN
+    assert (report["format"], report["traces"], report["spans"]) == (fmt, 1, 10)
+    calls = {c["call_id"]: c for c in report["tool_calls"]}
+    assert set(calls) == {"call_research", "call_account", "call_weather", "call_rome"}
+    assert calls["call_account"]["ledger"] == {
+        redaction.APPLIED: True,
+        redaction.FIELDS: ["result"],
+        redaction.key("result", "final_length"): 50,
+        redaction.key("result", "handlers"): ["tests.test_export_e2e.redact_api_keys"],
+        redaction.key("result", "original_length"): 74,
+    }
+    assert {c["agent_name"] for c in calls.values()} == {"assistant", "research"}
+    text_code, text, _ = audit([str(PHOENIX_DATA / file)], capsys)
+    assert text_code == EXIT_CLEAN
+    assert "None" not in text and "null" not in text  # explicit nulls are no values
+
+
+def test_phoenix_otlpv1_nulls_are_not_values() -> None:
+    report = audit_file(PHOENIX_DATA / "spans-otlpv1.json")
+    (root,) = [c for c in report.tool_calls if c.call_id == "call_account"]
+    assert root.status == "ok" and root.error_type is None and root.end_reason is None
+
+
+@pytest.mark.parametrize(("file", "fmt"), PHOENIX_FILES)
+def test_phoenix_export_with_a_planted_secret_is_a_leak(
+    file: str, fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (PHOENIX_DATA / file).read_text(encoding="utf-8")
+    assert text.count(REDACTED) >= 2
+    planted = tmp_path / file
+    planted.write_text(text.replace(REDACTED, SECRET_KEY), encoding="utf-8")
+    code, out, _ = audit([str(planted), "--secret", SECRET_KEY, "--json"], capsys)
+    report = json.loads(out)
+    assert code == EXIT_LEAK
+    places = {(leak["span_name"], leak["where"], leak["kind"]) for leak in report["leaks"]}
+    assert ("execute_tool lookup_account", "attribute gen_ai.tool.call.result", "given_secret") in places
+    assert ("execute_tool lookup_account", "attribute gen_ai.tool.call.result", "api_key") in places
+    assert SECRET_KEY not in out
+
+
+async def test_jaeger_v2_api_v3_answer_is_otlp_json(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run, _ = await exported(monkeypatch, tmp_path, "leak")
+    (request,) = run.trace_requests
+    v3 = tmp_path / "jaeger-v3.json"
+    v3.write_text(json.dumps({"result": collector_json(request)}), encoding="utf-8")
+    code, out, _ = audit([str(v3), "--json"], capsys)
+    report = json.loads(out)
+    assert code == EXIT_LEAK and report["format"] == "otlp-json" and report["spans"] == len(run.spans)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        pytest.param('{"data": [], "next_cursor": null}', "holds no spans", id="phoenix-empty"),
+        pytest.param('{"data": []}', "holds no spans", id="jaeger-empty"),
+        pytest.param('{"resourceSpans": []}', "holds no spans", id="otlp-empty"),
+        pytest.param('{"result": {"resourceSpans": []}}', "holds no spans", id="jaeger-v3-empty"),
+        pytest.param('{"data": [{"id": 1, "name": "x"}]}', "data[0] is neither", id="unknown-data-item"),
+    ],
+)
+def test_nothing_to_audit_is_never_clean(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, message: str
+) -> None:
+    path = tmp_path / "export.json"
+    path.write_text(content, encoding="utf-8")
+    code, out, err = audit([str(path), "--secret", "anything"], capsys)
+    assert (code, out) == (EXIT_BAD_INPUT, "")
+    assert message in err
