@@ -19,6 +19,7 @@ from opentelemetry.trace import Link, SpanKind
 from . import attributes, semconv
 from .attributes import TokenUsage
 from .chat_invocation import ChatInvocation
+from .content import ContentRenderer
 from .errors import end_error_type, record_end
 from .safety import guarded
 from .tool_invocation import ToolInvocation
@@ -36,6 +37,7 @@ class AgentInvocation:
 
     __slots__ = (
         "chat",
+        "content",
         "context",
         "ended",
         "llm_calls",
@@ -61,8 +63,10 @@ class AgentInvocation:
         attrs: attributes.Attributes,
         links: list[Link],
         start_ns: int,
+        content: ContentRenderer | None,
     ) -> None:
         self.owner = owner
+        self.content = content  # the run's renderer when content capture is on
         self.node = node  # strong ref: keeps id(node) unique while the invocation lives
         self.name = name
         self.start_ns = start_ns
@@ -192,7 +196,8 @@ class AgentInvocation:
         span.set_attribute(semconv.FLOWRA_TOOL_LOOP_ITERATIONS, self.llm_calls)
         if len(self.models) == 1:
             span.set_attribute(semconv.GEN_AI_REQUEST_MODEL, next(iter(self.models)))
-        record_end(span, error=error, reason=reason, render=self.owner.options.renderer)
+        content = self.content
+        record_end(span, error=error, reason=reason, render=content.text if content is not None else None)
 
     def _record_metrics(self, end_ns: int, error_type: str | None) -> None:
         self.owner.instruments.record_agent(

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind
 
-from . import attributes, content, semconv
+from . import attributes, semconv
 from .attributes import TokenUsage
+from .content import ContentRenderer
 from .errors import end_error_type, record_end
 from .safety import guarded, safe_str, utf8_safe
 
@@ -35,13 +36,13 @@ class ChatInvocation:
     """One LLM call: started before the provider is called, stopped when its response arrived."""
 
     __slots__ = (
+        "content",
         "end_ns",
         "ended",
         "first_chunk_ns",
         "model",
         "owner",
         "provider",
-        "record_content",
         "response",
         "span",
         "start_ns",
@@ -57,15 +58,16 @@ class ChatInvocation:
         stamp: attributes.Attributes,
         streaming: bool,
         start_ns: int,
+        content: ContentRenderer | None,
     ) -> None:
         self.owner = owner
+        self.content = content  # None: no content is recorded on this span
         self.start_ns = start_ns
         self.end_ns: int | None = None
         self.first_chunk_ns: int | None = None
         self.response: Any = None
-        self.tool_uses: dict[str, Any] = {}  # original tool-use id -> the tool use after its hooks
+        self.tool_uses: dict[int, Any] = {}  # id(original tool-use block) -> the tool use after its hooks
         self.ended = False
-        self.record_content = owner.options.capture_content
         provider, model = owner.options.resolve_provider_and_model(safe_str(request.model))
         self.provider = utf8_safe(provider)
         self.model = utf8_safe(model)
@@ -81,16 +83,17 @@ class ChatInvocation:
 
     def record_request(self, request: Any) -> None:
         """The request as every BeforeLLMCallEvent hook left it (content capture only)."""
-        if not self.record_content or not self.span.is_recording():
+        content = self.content
+        if content is None or not self.span.is_recording():
             return
-        options = self.owner.options
-        system, messages = content.split_messages(request.messages)
         span = self.span
-        span.set_attribute(semconv.GEN_AI_INPUT_MESSAGES, options.render(messages))
-        if system:
-            span.set_attribute(semconv.GEN_AI_SYSTEM_INSTRUCTIONS, options.render(system))
-        if request.tools:
-            span.set_attribute(semconv.GEN_AI_TOOL_DEFINITIONS, options.render(content.tool_definitions(request.tools)))
+        system, messages = content.input_messages(request.messages)
+        span.set_attribute(semconv.GEN_AI_INPUT_MESSAGES, messages)
+        if system is not None:
+            span.set_attribute(semconv.GEN_AI_SYSTEM_INSTRUCTIONS, system)
+        definitions = content.tool_definitions(request.tools)
+        if definitions is not None:
+            span.set_attribute(semconv.GEN_AI_TOOL_DEFINITIONS, definitions)
 
     def chunk(self) -> None:
         if self.first_chunk_ns is None:
@@ -139,17 +142,17 @@ class ChatInvocation:
         if not span.is_recording():
             return
         response = self.response
-        options = self.owner.options
+        content = self.content
         if response is not None:
             span.set_attributes(attributes.chat_response_attributes(response, usage))
-            if self.record_content and not withhold_output:
+            if content is not None and not withhold_output:
+                finish = attributes.finish_reason(response.stop_reason)
                 span.set_attribute(
-                    semconv.GEN_AI_OUTPUT_MESSAGES,
-                    options.render(content.output_messages(response.message, response.stop_reason, self.tool_uses)),
+                    semconv.GEN_AI_OUTPUT_MESSAGES, content.output_messages(response.message, finish, self.tool_uses)
                 )
         if self.first_chunk_ns is not None:
             span.set_attribute(semconv.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, (self.first_chunk_ns - self.start_ns) / 1e9)
-        record_end(span, error=error, reason=reason, render=options.renderer)
+        record_end(span, error=error, reason=reason, render=content.text if content is not None else None)
 
     def _record_metrics(self, end_ns: int, error_type: str | None, usage: TokenUsage | None) -> None:
         first_chunk = self.first_chunk_ns

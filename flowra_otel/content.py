@@ -44,7 +44,6 @@ from flowra.llm import (
     UserMessage,
 )
 
-from .attributes import finish_reason
 from .bounded_json import (
     OMITTED_KEY,
     OVER_BUDGET,
@@ -58,6 +57,7 @@ from .bounded_json import (
     leaf_text,
     utf8_safe,
 )
+from .safety import safe_str
 
 __all__ = [
     "BUILTIN_SECRET_PATTERNS",
@@ -68,10 +68,6 @@ __all__ = [
     "ContentRenderer",
     "Redactor",
     "canonical_json",
-    "dumps",
-    "output_messages",
-    "split_messages",
-    "tool_definitions",
     "utf8_safe",
 ]
 
@@ -164,28 +160,6 @@ class ContentPolicy:
     def renderer(self) -> ContentRenderer:
         """A fresh per-run renderer (its cache lives as long as the run)."""
         return ContentRenderer(self)
-
-    # -------------------------------------------------------------- legacy (string-level) API
-    def render(self, value: Any) -> str:
-        """Legacy: JSON (unless already a string), scrubbed as text, then cut as text.
-
-        Kept only until the span core calls ``ContentRenderer``: the cut and the scrub can both
-        break the JSON. New code must not use it.
-        """
-        text = value if isinstance(value, str) else dumps(value)
-        try:
-            text = self.clean(text)
-        except Exception:
-            logger.exception("flowra_otel: redact= raised; the content is withheld from the span")
-            return REDACTION_FAILED
-        return utf8_safe(self.truncate(text))
-
-    def truncate(self, text: str) -> str:
-        """Legacy: cut plain text at ``max_length`` with the marker."""
-        limit = self.max_length
-        if limit is None or len(text) <= limit:
-            return text
-        return text[:limit] + TRUNCATION_MARKER.format(dropped=len(text) - limit, total=len(text))
 
 
 # ==================================================================================== the renderer
@@ -381,11 +355,13 @@ class ContentRenderer:
 
     # ------------------------------------------------------------------ response
     def output_messages(
-        self, message: Any, finish_reason: str, final_tool_uses: Mapping[str, Any] | None = None
+        self, message: Any, finish_reason: str, final_tool_uses: Mapping[int, Any] | None = None
     ) -> str:
-        """The response as one output message (``gen_ai.output.messages``); tool calls carry the
-        arguments *after* the BeforeToolCallEvent hooks (``final_tool_uses``: original id ->
-        final tool use). ``finish_reason`` is the semconv value (``attributes.finish_reason``)."""
+        """The response as one output message (``gen_ai.output.messages``).
+
+        Tool calls carry the arguments *after* the BeforeToolCallEvent hooks (``final_tool_uses``:
+        ``id()`` of the original tool-use block -> final tool use, so ids that models repeat cannot
+        mix them up). ``finish_reason`` is the semconv value (``attributes.finish_reason``)."""
         walk = Walk(self._scrub, self._budget, self._leaves)
         blocks = getattr(message, "blocks", None) or ()
         parts = [_part(walk, b, final_tool_uses) for b in blocks]
@@ -405,8 +381,13 @@ class ContentRenderer:
         return self._structure(value, "the tool arguments", object_only=isinstance(value, Mapping))
 
     def tool_result(self, content: Any) -> str:
-        """``gen_ai.tool.call.result``: JSON when the tool returned a structure or JSON text of an
-        object or array (the conventions ask for the deserialised value), else the plain text."""
+        """``gen_ai.tool.call.result``: always a JSON object, as the conventions' schema asks.
+
+        A structure, or JSON text of an object, is recorded as that object (deserialised, as the
+        conventions advise); any other result (plain text, a JSON array, a number) is wrapped as
+        ``{"content": <value>}``, so every backend can parse the attribute the same way.
+        """
+        value: Any = content
         if isinstance(content, str):
             head = content[:64].lstrip()
             budget = self._budget
@@ -416,11 +397,12 @@ class ContentRenderer:
                 except (ValueError, RecursionError):
                     parsed = None
                 if isinstance(parsed, dict | list):
-                    return self._structure(parsed, "the tool result", object_only=isinstance(parsed, dict))
-            return self.text(content)
-        if isinstance(content, Mapping | list | tuple):
-            return self._structure(content, "the tool result", object_only=isinstance(content, Mapping))
-        return self.text(str(content))
+                    value = parsed
+        elif not isinstance(content, Mapping | list | tuple):
+            value = safe_str(content)
+        if not isinstance(value, Mapping):
+            value = {"content": value}
+        return self._structure(value, "the tool result", object_only=True)
 
     def text(self, text: str) -> str:
         """Plain text (exception messages, stack traces, error descriptions, text results):
@@ -473,12 +455,12 @@ def _text(walk: Walk, value: object) -> str | Cut:
     return walk.string(value if isinstance(value, str) else str(value))
 
 
-def _part(walk: Walk, block: Any, tool_uses: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def _part(walk: Walk, block: Any, tool_uses: Mapping[int, Any] | None = None) -> dict[str, Any]:
     """One flowra block -> one semconv part (a tree: leaves already scrubbed and bounded)."""
     if isinstance(block, TextBlock):
         return {"type": "text", "content": _text(walk, block.text)}
     if isinstance(block, ToolUseBlock):
-        final = tool_uses.get(block.id, block) if tool_uses else block
+        final = tool_uses.get(id(block), block) if tool_uses else block
         return {
             "type": "tool_call",
             "id": _ident(final.id),
@@ -496,7 +478,7 @@ def _part(walk: Walk, block: Any, tool_uses: Mapping[str, Any] | None = None) ->
     return {"type": _ident(type(block).__name__)}
 
 
-# ==================================================================================== legacy helpers
+# ==================================================================================== ledger text
 def _default(obj: Any) -> Any:
     if isinstance(obj, bytes | bytearray | memoryview):
         return base64.b64encode(bytes(obj)).decode("ascii")
@@ -507,90 +489,14 @@ def _default(obj: Any) -> Any:
     return f"<{type(obj).__qualname__}>"
 
 
-def dumps(value: Any) -> str:
-    """Legacy: compact JSON that never raises on odd values (bytes -> base64, unknown -> type
-    name). ``ContentRenderer`` replaces it for attributes."""
-    try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_default)
-    except Exception:  # circular, absurdly deep, or odd keys
-        return json.dumps(f"<unserialisable {type(value).__qualname__}>")
-
-
 def canonical_json(value: Any) -> str:
-    """Stable JSON for lengths and HMACs in the redaction ledger (sorted keys, compact)."""
+    """Stable JSON for lengths and HMACs in the redaction ledger (sorted keys, compact); never raises."""
     try:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True, default=_default)
     except TypeError:  # keys of mixed types cannot be sorted
-        return dumps(value)
+        try:
+            return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_default)
+        except Exception:
+            return json.dumps(f"<unserialisable {type(value).__qualname__}>")
     except Exception:
         return json.dumps(f"<unserialisable {type(value).__qualname__}>")
-
-
-def _legacy_part(block: Any, tool_uses: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    if isinstance(block, TextBlock):
-        return {"type": "text", "content": block.text}
-    if isinstance(block, ToolUseBlock):
-        final = tool_uses.get(block.id, block) if tool_uses else block
-        return {"type": "tool_call", "id": final.id, "name": final.name, "arguments": final.input}
-    if isinstance(block, ToolResultBlock):
-        return {"type": "tool_call_response", "id": block.tool_use_id, "response": block.content}
-    if isinstance(block, ThinkingBlock):
-        return {"type": "reasoning", "content": block.text}
-    if isinstance(block, ImageBlock):
-        return {
-            "type": "blob",
-            "modality": "image",
-            "mime_type": block.media_type,
-            "content": base64.b64encode(block.data).decode("ascii"),
-        }
-    return {"type": type(block).__name__}
-
-
-def split_messages(messages: Iterable[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Legacy: flowra request messages -> (system instruction parts, input messages), as plain
-    values for ``ContentPolicy.render``. One ``tool`` message per tool result."""
-    system: list[dict[str, Any]] = []
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        if isinstance(message, SystemMessage):
-            system.extend(_legacy_part(b) for b in message.blocks)
-        elif isinstance(message, UserMessage):
-            parts: list[dict[str, Any]] = []
-            for block in message.blocks:
-                if isinstance(block, ToolResultBlock):
-                    if parts:
-                        out.append({"role": "user", "parts": parts})
-                        parts = []
-                    out.append({"role": "tool", "parts": [_legacy_part(block)]})
-                else:
-                    parts.append(_legacy_part(block))
-            if parts:
-                out.append({"role": "user", "parts": parts})
-        elif isinstance(message, AssistantMessage):
-            out.append({"role": "assistant", "parts": [_legacy_part(b) for b in message.blocks]})
-        else:
-            out.append({"role": str(getattr(message, "role", "user")), "parts": []})
-    return system, out
-
-
-def output_messages(message: AssistantMessage, stop_reason: Any, tool_uses: Mapping[str, ToolUseBlock]) -> list[Any]:
-    """Legacy: the response as one output message, for ``ContentPolicy.render``."""
-    return [
-        {
-            "role": "assistant",
-            "parts": [_legacy_part(b, tool_uses) for b in message.blocks],
-            "finish_reason": finish_reason(stop_reason),
-        }
-    ]
-
-
-def tool_definitions(tools: Iterable[Any] | None) -> list[dict[str, Any]]:
-    """Legacy: tool definitions (with ``parameters``) for ``ContentPolicy.render``."""
-    out: list[dict[str, Any]] = []
-    for t in tools or ():
-        d: dict[str, Any] = {"type": "function", "name": t.name, "description": t.description}
-        schema = getattr(t, "input_schema", None)
-        if schema is not None:
-            d["parameters"] = schema
-        out.append(d)
-    return out

@@ -31,6 +31,7 @@ from .options import (
     validate_bool_or_none,
     validate_conversation_id,
     validate_override,
+    validate_redactor,
 )
 
 logger = logging.getLogger("flowra_otel")
@@ -85,7 +86,7 @@ class OtelHooks:
         _check_instance("tracer_provider", tracer_provider, TracerProvider)
         _check_instance("meter_provider", meter_provider, MeterProvider)
         capture = validate_bool_or_none("capture_content", capture_content)
-        _check_callable("redact", redact)
+        redact = validate_redactor(redact)
         _check_redact_secrets(redact_secrets)
         _check_max_length(max_content_length)
         self._options = TraceOptions(
@@ -188,12 +189,6 @@ def _drop_auto_handlers(registry: HookRegistry) -> None:
 def _check_instance(name: str, value: object, cls: type) -> None:
     if value is not None and not isinstance(value, cls):
         msg = f"{name} must be an opentelemetry {cls.__name__} or None, got {type(value).__name__}"
-        raise TypeError(msg)
-
-
-def _check_callable(name: str, value: object) -> None:
-    if value is not None and not callable(value):
-        msg = f"{name} must be a callable str -> str or None, got {type(value).__name__}"
         raise TypeError(msg)
 
 

@@ -31,10 +31,11 @@ LEDGER_FIELDS: Final[dict[type[Any], str]] = {
 class FieldTracker:
     """The tracked field of one event object across every handler of its (outermost) emit."""
 
-    __slots__ = ("change", "field", "last")
+    __slots__ = ("change", "field", "initial", "last")
 
     def __init__(self, field: str, value: Any) -> None:
         self.field = field
+        self.initial = value  # before any handler: e.g. the tool-use block of the model's response
         self.last = value  # the field's value after the latest handler
         self.change: redaction.FieldChange | None = None
 

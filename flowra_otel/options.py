@@ -64,14 +64,6 @@ class TraceOptions:
                 return str(value)
         return None
 
-    def render(self, value: object) -> str:
-        return self.content.render(value)
-
-    @property
-    def renderer(self) -> Callable[[str], str] | None:
-        """The choke point when capture is on, else None (exception text stays out)."""
-        return self.content.render if self.capture_content else None
-
     def resolve_agent_name(self, path: str) -> str:
         return _apply_override(self.agent_name, path) or path
 

@@ -54,6 +54,7 @@ from ._flowra import (
 )
 from .agent_invocation import AgentInvocation
 from .chat_invocation import ChatInvocation
+from .content import ContentRenderer
 from .ledger_emit import LEDGER_FIELDS, FieldTracker, emit_tracking
 from .safety import guarded, safe_str, utf8_safe
 from .tool_invocation import ToolInvocation
@@ -118,6 +119,7 @@ class SpanBook:
         "agents",
         "caller_context",
         "closed",
+        "content",
         "conversation_id",
         "persist_pending",
         "resumed_from",
@@ -130,6 +132,7 @@ class SpanBook:
     ) -> None:
         self.caller_context = caller_context
         self.agents: dict[int, AgentInvocation] = {}
+        self.content: dict[int, ContentRenderer] = {}  # per OtelHooks with capture on: one renderer per run
         self.closed = False
         self.storage = storage  # flowra SessionStorage of a durable run, where the trace link is kept
         self.persist_pending = False
@@ -219,6 +222,7 @@ class SpanBook:
                 stamp=self._stamp(owner),
                 streaming=_is_streaming(frame.registry),
                 start_ns=frame.start_ns,
+                content=agent.content,
             )
             agent.chat_started(chat)
             frame.target = chat
@@ -230,6 +234,7 @@ class SpanBook:
                 agent_name=agent.name,
                 stamp=self._stamp(owner),
                 start_ns=frame.start_ns,
+                content=agent.content,
             )
             agent.tool_announced(tool)
             frame.target = tool
@@ -266,10 +271,10 @@ class SpanBook:
             if exc is not None:
                 target.fail(exc)
                 return
-            original = target.tool_use
-            target.called(data.tool_use, change)
-            if agent.chat is not None:
-                agent.chat.tool_uses[safe_str(getattr(original, "id", ""))] = data.tool_use
+            original = frame.tracker.initial if frame.tracker is not None else target.tool_use
+            target.called(original, data.tool_use, change)
+            if agent.chat is not None:  # the response's block -> the tool use that runs
+                agent.chat.tool_uses[id(original)] = data.tool_use
         elif cls is events.AfterToolCallEvent and target is not None:
             if exc is not None:
                 target.fail(exc)
@@ -296,6 +301,15 @@ class SpanBook:
             return owner.options.attributes  # type: ignore[return-value]
         return {**owner.options.attributes, semconv.GEN_AI_CONVERSATION_ID: self.conversation_id}
 
+    def _content_for(self, owner: OtelHooks) -> ContentRenderer | None:
+        """The run's renderer for ``owner``'s content policy; None when its capture is off."""
+        if not owner.options.capture_content:
+            return None
+        renderer = self.content.get(id(owner))
+        if renderer is None:
+            renderer = self.content[id(owner)] = owner.options.content.renderer()
+        return renderer
+
     def _start_agent(self, node: Any, frame: EmitFrame, owner: OtelHooks) -> AgentInvocation:
         path = utf8_safe(agent_name_of(node))
         # The emitting registry's own HookContext names the agent; a forwarded event reaches
@@ -318,7 +332,16 @@ class SpanBook:
         if is_root and self.resumed_from is not None:
             links.append(Link(self.resumed_from, {durable.LINK_TYPE: durable.LINK_RESUMED_FROM}))
             attrs[durable.RESUMED] = True
-        agent = AgentInvocation(owner, parent, node, name=name, attrs=attrs, links=links, start_ns=frame.start_ns)
+        agent = AgentInvocation(
+            owner,
+            parent,
+            node,
+            name=name,
+            attrs=attrs,
+            links=links,
+            start_ns=frame.start_ns,
+            content=self._content_for(owner),
+        )
         if is_root and self.root_span is None:
             self.root_span = agent.span
             self.persist_pending = self.storage is not None
@@ -384,6 +407,7 @@ class SpanBook:
         for agent in sorted(self.agents.values(), key=lambda a: -node_id_of(a.node).count(".")):
             guarded(agent.fail, error, reason=reason)
         self.agents.clear()
+        self.content.clear()
 
     # ------------------------------------------------------------------ direct provider calls
     def start_direct_chat(self, step: StepScope, request: Any) -> ChatInvocation | None:
@@ -407,9 +431,8 @@ class SpanBook:
             stamp=self._stamp(owner),
             streaming=False,
             start_ns=time.time_ns(),
+            content=None if step.frames else self._content_for(owner),
         )
-        if step.frames:
-            chat.record_content = False
         chat.record_request(request)
         return chat
 

@@ -19,6 +19,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from . import attributes, redaction, semconv
+from .content import ContentRenderer
 from .errors import end_error_type, record_end
 from .safety import changed, guarded, safe_str
 
@@ -33,6 +34,7 @@ class ToolInvocation:
 
     __slots__ = (
         "agent_name",
+        "content",
         "ended",
         "error_type",
         "name",
@@ -52,8 +54,10 @@ class ToolInvocation:
         agent_name: str,
         stamp: attributes.Attributes,
         start_ns: int,
+        content: ContentRenderer | None,
     ) -> None:
         self.owner = owner
+        self.content = content  # None: no content is recorded on this span
         self.agent_name = agent_name
         self.start_ns = start_ns
         self.tool_use = tool_use  # as the hooks left it, once BeforeToolCallEvent returned
@@ -77,10 +81,9 @@ class ToolInvocation:
             start_time=start_ns,
         )
 
-    def called(self, tool_use: Any, change: redaction.FieldChange | None) -> None:
+    def called(self, original: Any, tool_use: Any, change: redaction.FieldChange | None) -> None:
         """BeforeToolCallEvent returned: ``tool_use`` is what will run (a hook may have replaced
-        it: another id, another tool, scrubbed arguments)."""
-        original = self.tool_use
+        ``original``, the model's tool use: another id, another tool, scrubbed arguments)."""
         self.tool_use = tool_use
         span = self.span
         recording = span.is_recording()
@@ -94,9 +97,10 @@ class ToolInvocation:
                 span.update_name(f"{semconv.OP_EXECUTE_TOOL} {final_name}")
                 span.set_attribute(semconv.GEN_AI_TOOL_NAME, final_name)
         self._record_ledger(change, tool_use)
-        options = self.owner.options
-        if options.capture_content and recording:
-            span.set_attribute(semconv.GEN_AI_TOOL_CALL_ARGUMENTS, options.render(getattr(tool_use, "input", None)))
+        if self.content is not None and recording:
+            span.set_attribute(
+                semconv.GEN_AI_TOOL_CALL_ARGUMENTS, self.content.tool_arguments(getattr(tool_use, "input", None))
+            )
 
     def stop(self, result: Any, change: redaction.FieldChange | None) -> None:
         """AfterToolCallEvent returned: ``result`` is what the model will see."""
@@ -124,7 +128,8 @@ class ToolInvocation:
         end = end_ns or time.time_ns()
         error_type = end_error_type(error, reason)
         try:
-            record_end(self.span, error=error, reason=reason, render=self.owner.options.renderer)
+            content = self.content
+            record_end(self.span, error=error, reason=reason, render=content.text if content is not None else None)
         except Exception:
             logger.exception("flowra_otel: could not record how a tool span ended; it still ends")
         finally:
@@ -135,16 +140,15 @@ class ToolInvocation:
         span = self.span
         if not span.is_recording():
             return
-        options = self.owner.options
-        text = safe_str(getattr(result, "content", ""))
+        content = self.content
         if is_error:
             span.set_attribute(semconv.ERROR_TYPE, semconv.ERROR_TYPE_TOOL)
             span.set_attribute(semconv.FLOWRA_TOOL_IS_ERROR, True)
             # The result text is content: it goes in the description only when capture is on.
-            render = options.renderer
-            span.set_status(Status(StatusCode.ERROR, render(text) if render is not None else None))
-        elif options.capture_content:
-            span.set_attribute(semconv.GEN_AI_TOOL_CALL_RESULT, options.render(text))
+            text = safe_str(getattr(result, "content", ""))
+            span.set_status(Status(StatusCode.ERROR, content.text(text) if content is not None else None))
+        elif content is not None:
+            span.set_attribute(semconv.GEN_AI_TOOL_CALL_RESULT, content.tool_result(getattr(result, "content", "")))
 
     def _record_ledger(self, change: redaction.FieldChange | None, final: Any) -> None:
         if change is None or not changed(final, change.original):

@@ -10,6 +10,7 @@ only a plugin that attaches and detaches in different tasks causes.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -128,3 +129,8 @@ def hooks_with(otel: OtelHooks, *providers: object) -> HookRegistry:
     for provider in providers:
         registry.add(provider)  # type: ignore[arg-type]
     return registry
+
+
+def wrapped_result(text: str) -> str:
+    """``gen_ai.tool.call.result`` of a tool that returned plain text: ``{"content": text}``."""
+    return json.dumps({"content": text}, ensure_ascii=False, separators=(",", ":"))

@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from flowra_otel import OtelHooks, semconv
-from tests.conftest import SpanLedger, assert_all_ended, hooks_with
+from tests.conftest import SpanLedger, assert_all_ended, hooks_with, wrapped_result
 from tests.flowra_support import (
     HAS_AGENT_TOOLS,
     ResearcherSetup,
@@ -224,8 +224,8 @@ async def test_tool_calls_sharing_an_id_each_get_their_own_span_and_result(
         result = await run_tool_loop(runtime, "q")
     assert final_text(result) == "done"
     assert sorted(_results_by_span(span_exporter), key=lambda r: str(r[3])) == [
-        ("execute_tool echo", call_id, "UNSET", "echo one"),
-        ("execute_tool echo", call_id, "UNSET", "echo two"),
+        ("execute_tool echo", call_id, "UNSET", wrapped_result("echo one")),
+        ("execute_tool echo", call_id, "UNSET", wrapped_result("echo two")),
     ]
     assert_all_ended(ledger, span_exporter)
 
@@ -254,8 +254,8 @@ async def test_a_hook_redirecting_calls_to_one_fixed_id_leaves_no_span_open(
         runtime = tool_loop_runtime(provider, tools, hooks_with(make_otel_hooks(capture_content=True), FixedId()))
         await run_tool_loop(runtime, "q")
     assert sorted(_results_by_span(span_exporter), key=lambda r: str(r[3])) == [
-        ("execute_tool echo", "fixed", "UNSET", "echo one"),
-        ("execute_tool echo", "fixed", "UNSET", "echo two"),
+        ("execute_tool echo", "fixed", "UNSET", wrapped_result("echo one")),
+        ("execute_tool echo", "fixed", "UNSET", wrapped_result("echo two")),
     ]
     assert_all_ended(ledger, span_exporter)
 
@@ -388,7 +388,7 @@ async def test_a_hook_replacing_the_event_object_is_what_gets_recorded(
         result = await run_tool_loop(tool_loop_runtime(provider, tools, registry), "q")
     assert [r.content for r in tool_results(result)] == ["[redacted]"]  # what flowra itself uses
     (tool,) = spans_named(span_exporter, "execute_tool")
-    assert attrs(tool)[semconv.GEN_AI_TOOL_CALL_RESULT] == "[redacted]"
+    assert attrs(tool)[semconv.GEN_AI_TOOL_CALL_RESULT] == wrapped_result("[redacted]")
     dumped = json.dumps([dict(s.attributes or {}) for s in span_exporter.get_finished_spans()], default=str)
     assert SECRET not in dumped
     assert_all_ended(ledger, span_exporter)
