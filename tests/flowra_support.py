@@ -27,7 +27,7 @@ differences are absorbed here, once, by *feature detection*:
   - 0.0.7: ``flowra.agent.Interrupted`` is an *exception*; the loop's step raises it
     (``InterruptToken.check()``), ``Engine.__execute_nodes`` cancels the sibling steps still
     running, and ``Engine.advance`` completes the *whole run* with result ``None``
-    (engine.py:118-122), through ``ChatAgent`` too;
+    (engine.py:118-123), through ``ChatAgent`` too;
   - 0.0.8: the step raises ``InterruptedError``, ``Engine.__execute_node`` turns it into the
     node's *result* ``Interrupted()``, which propagates up through parents (``ChatAgent``, an
     agent used as a tool) whose next step cannot bind the missing child result.
@@ -228,7 +228,7 @@ HAS_INTERRUPTED_RESULT: bool = isinstance(_INTERRUPTED, type) and not INTERRUPT_
 
 RUNTIME_REUSABLE_AFTER_INTERRUPT: bool = not INTERRUPT_RAISES
 """flowra 0.0.7 ends an interrupted run without releasing its root storage key
-(``Engine.advance``, engine.py:120-123, skips ``__release_storage_key``), so the next ``run`` on
+(``Engine.advance``, engine.py:118-123, skips ``__release_storage_key``), so the next ``run`` on
 that ``AgentRuntime`` fails with ``ValueError: Duplicate storage_key: 'root'``: build a new one."""
 
 INTERRUPTED_LOOP_HAS_NO_RESULT: bool = INTERRUPT_RAISES or HAS_INTERRUPTED_RESULT
