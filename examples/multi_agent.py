@@ -6,7 +6,7 @@ The ``assistant`` tool loop has one tool, ``research``, which is a whole agent
 (``make_agent_tool(ResearchAgent)``, flowra >= 0.0.6); the researcher runs its own tool loop with
 its own system prompt and a ``search_web`` tool. One ``OtelHooks`` on the one ``HookRegistry``
 traces both, and the researcher's ``invoke_agent`` span nests under the parent's
-``execute_tool research`` span::
+``execute_tool research`` span (the plain dataclass spec/result need flowra >= 0.0.7)::
 
     invoke_agent assistant
     ├─ chat gpt-4o

@@ -1,10 +1,9 @@
 """Test support: build and run *real* flowra agents on every flowra version we support.
 
-flowra-otel must work against ``flowra>=0.0.3,<0.0.9`` and the tests run on two environments
-(the locked 0.0.8 and the oldest, 0.0.3).  flowra's public API moved a lot between those
-releases, so instead of sprinkling ``if FLOWRA_VERSION < ...`` over every test, the
-differences are absorbed here, once, by *feature detection* (so 0.0.4 - 0.0.7 work too;
-their sources were checked, the test suite runs on 0.0.3 and 0.0.8):
+flowra-otel must work against ``flowra>=0.0.3,<0.0.9`` and ``./dev test`` runs the suite on
+every release, 0.0.3 to 0.0.8 (one environment each).  flowra's public API moved a lot between
+those releases, so instead of sprinkling ``if FLOWRA_VERSION < ...`` over every test, the
+differences are absorbed here, once, by *feature detection*:
 
 * ``AgentRuntime.run``: ``run(agent=, step=, spec=)`` before 0.0.5 (no entry steps), then
   ``run(agent=, spec=)`` -> ``run_agent`` / ``run_tool_loop`` / ``run_chat``.
@@ -19,18 +18,31 @@ their sources were checked, the test suite runs on 0.0.3 and 0.0.8):
   -> ``HAS_AGENT_TOOLS``, ``research_tool``, ``summarize_tool``.
 * the tool-call agent moved from ``flowra/lib/tool_loop/_tool_call_agent.py`` to
   ``flowra/lib/tool_loop/tool_call/agent.py`` in 0.0.6 -> ``ToolCallAgent``.
-* interrupts: before 0.0.7 an interrupted tool loop returns ``ToolLoopResult(status=INTERRUPTED)``
-  (and a ``ChatAgent`` then returns a ``ChatResult(response=None)``, indistinguishable from an
-  empty answer); from 0.0.7 the agent raises and the engine makes ``Interrupted()`` the node's
-  result, which also propagates through ``ChatAgent`` -> ``is_interrupted``.  Neither version can
-  interrupt a non-streaming ``LLMProvider.call`` in flight; interrupting during a tool works.
+* interrupts, three shapes (-> ``is_interrupted``, ``INTERRUPT_RAISES``, ``HAS_INTERRUPTED_RESULT``,
+  ``INTERRUPTED_LOOP_HAS_NO_RESULT``):
+
+  - before 0.0.7 an interrupted tool loop returns ``ToolLoopResult(status=INTERRUPTED)`` (and a
+    ``ChatAgent`` then returns a ``ChatResult(response=None)``, indistinguishable from an empty
+    answer);
+  - 0.0.7: ``flowra.agent.Interrupted`` is an *exception*; the loop's step raises it
+    (``InterruptToken.check()``), ``Engine.__execute_nodes`` cancels the sibling steps still
+    running, and ``Engine.advance`` completes the *whole run* with result ``None``
+    (engine.py:118-123), through ``ChatAgent`` too;
+  - 0.0.8: the step raises ``InterruptedError``, ``Engine.__execute_node`` turns it into the
+    node's *result* ``Interrupted()``, which propagates up through parents (``ChatAgent``, an
+    agent used as a tool) whose next step cannot bind the missing child result.
+
+  No version can interrupt a non-streaming ``LLMProvider.call`` in flight; interrupting during a
+  tool works (the running tools finish and report their results).
+* plain dataclass specs/results (no ``StepSpec`` / ``AgentResult`` base classes): 0.0.7+
+  -> ``HAS_PLAIN_RESULTS`` (the examples are written that way).
 
 Everything else used here (``flowra.llm`` request/response/stream types, ``ToolRegistry``,
-``@tool``, ``HookRegistry``) is identical in both versions.
+``@tool``, ``HookRegistry``) is identical in all versions.
 
 Engine node paths (``ExecutionNode.agent_name``) produced by the builders below, observed by
-running them (with a temporary patch printing every executed step) on flowra 0.0.8 and 0.0.3:
-they are identical on both (agent-as-tool only exists from 0.0.6).  Listed as
+running them (with a temporary patch printing every executed step) on flowra 0.0.3 - 0.0.8:
+they are identical on all (agent-as-tool only exists from 0.0.6).  Listed as
 ``node id  agent_name: steps in execution order``:
 
 * ``tool_loop_runtime``, one tool call, then the final answer::
@@ -125,8 +137,12 @@ __all__ = [
     "FLOWRA_VERSION",
     "HAS_AGENT_TOOLS",
     "HAS_INTERRUPTED_RESULT",
+    "HAS_PLAIN_RESULTS",
+    "INTERRUPTED_LOOP_HAS_NO_RESULT",
+    "INTERRUPT_RAISES",
     "LOOP_BUDGET_STATUS",
     "RESEARCHER_SYSTEM_PROMPT",
+    "RUNTIME_REUSABLE_AFTER_INTERRUPT",
     "RUN_TAKES_STEP",
     "SUMMARIZER_SYSTEM_PROMPT",
     "HooksArg",
@@ -202,8 +218,26 @@ HAS_AGENT_TOOLS: bool = hasattr(flowra.lib.tool_loop, "make_agent_tool")
 RUN_TAKES_STEP: bool = "step" in inspect.signature(AgentRuntime.run).parameters
 """flowra < 0.0.5 has no entry steps: ``AgentRuntime.run`` must be told which step to start at."""
 
-HAS_INTERRUPTED_RESULT: bool = hasattr(flowra.agent, "Interrupted")
-"""flowra >= 0.0.7 reports an interrupted node as an ``Interrupted()`` result, not a status."""
+_INTERRUPTED: object = getattr(flowra.agent, "Interrupted", None)
+
+INTERRUPT_RAISES: bool = isinstance(_INTERRUPTED, type) and issubclass(_INTERRUPTED, BaseException)
+"""flowra 0.0.7: ``Interrupted`` is an exception; an interrupted run returns ``None``."""
+
+HAS_INTERRUPTED_RESULT: bool = isinstance(_INTERRUPTED, type) and not INTERRUPT_RAISES
+"""flowra >= 0.0.8 reports an interrupted node as an ``Interrupted()`` result, not a status."""
+
+RUNTIME_REUSABLE_AFTER_INTERRUPT: bool = not INTERRUPT_RAISES
+"""flowra 0.0.7 ends an interrupted run without releasing its root storage key
+(``Engine.advance``, engine.py:118-123, skips ``__release_storage_key``), so the next ``run`` on
+that ``AgentRuntime`` fails with ``ValueError: Duplicate storage_key: 'root'``: build a new one."""
+
+INTERRUPTED_LOOP_HAS_NO_RESULT: bool = INTERRUPT_RAISES or HAS_INTERRUPTED_RESULT
+"""flowra >= 0.0.7: an interrupted tool loop ends without a ``ToolLoopResult`` (it raises), so
+no ``flowra.tool_loop.status`` can say "interrupted"; before, it returns status INTERRUPTED."""
+
+HAS_PLAIN_RESULTS: bool = not hasattr(flowra.agent, "AgentResult")
+"""flowra >= 0.0.7 takes plain dataclasses as specs and results; before, steps only bind
+subclasses of ``StepSpec`` / ``AgentResult`` (agent compilation rejects other return types)."""
 
 _GENERIC_AGENT: bool = bool(getattr(Agent, "__type_params__", ()))
 """flowra >= 0.0.5 declares ``Agent[S, R]``; before that ``Agent[...]`` raises TypeError."""
@@ -875,8 +909,8 @@ async def run_agent(
     """``runtime.run`` with the signature of the installed flowra; returns the raw root result.
 
     ``step`` is only used where ``run`` needs one (flowra < 0.0.5); it is inferred from the
-    spec type when ``agent`` is a class.  The result can be an ``Interrupted`` (flowra >= 0.0.7),
-    see ``is_interrupted``.
+    spec type when ``agent`` is a class.  An interrupted run returns ``Interrupted()`` (flowra >=
+    0.0.8) or ``None`` (0.0.7), see ``is_interrupted``.
     """
     if not RUN_TAKES_STEP:
         return cast("object", await runtime.run(agent=agent, spec=spec, storage_key=storage_key))
@@ -898,7 +932,7 @@ async def run_tool_loop(
 ) -> ToolLoopResult:
     """Run the tool loop registered as ``agent`` for one user message; its ``ToolLoopResult``.
 
-    Raises ``AssertionError`` for any other root result (e.g. flowra >= 0.0.7's ``Interrupted``);
+    Raises ``AssertionError`` for any other root result (e.g. an interrupted run on flowra >= 0.0.7);
     use ``run_agent`` + ``is_interrupted`` for interrupt scenarios.  Concurrent runs on one
     runtime need distinct ``storage_key``s (flowra refuses a second live ``"root"``).
     """
@@ -929,12 +963,15 @@ def is_interrupted(result: object) -> bool:
     """Whether a run result means "interrupted", in either version's shape.
 
     flowra < 0.0.7: the tool loop returns ``ToolLoopResult(status=INTERRUPTED)``;
-    flowra >= 0.0.7: the agent raises and the engine makes ``Interrupted()`` the node's result.
+    flowra 0.0.7: the agent raises the ``Interrupted`` exception and the engine ends the whole
+    run with ``None`` (no agent we run returns ``None`` otherwise);
+    flowra >= 0.0.8: the agent raises and the engine makes ``Interrupted()`` the node's result.
     Not detectable for a ``ChatAgent`` on flowra < 0.0.7: it wraps the interrupted loop's
     result into an ordinary ``ChatResult(response=None)``.
     """
-    interrupted_type = getattr(flowra.agent, "Interrupted", None)
-    if interrupted_type is not None and isinstance(result, interrupted_type):
+    if INTERRUPT_RAISES:
+        return result is None
+    if HAS_INTERRUPTED_RESULT and isinstance(result, cast("type", _INTERRUPTED)):
         return True
     return isinstance(result, ToolLoopResult) and result.status == ToolLoopStatus.INTERRUPTED
 

@@ -2,7 +2,8 @@
 
 Each runs in a fresh interpreter, the way a reader runs it, with no ``OTEL_*`` variable from the
 developer's shell. They are written for the current flowra API (entry steps, agents as tools),
-so they are skipped on flowra older than 0.0.6.
+so they are skipped on flowra older than 0.0.6; ``multi_agent.py`` also defines its own agent
+with plain dataclass spec/result, which flowra accepts from 0.0.7.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from flowra_otel import semconv
-from tests.flowra_support import FLOWRA_VERSION, HAS_AGENT_TOOLS
+from tests.flowra_support import FLOWRA_VERSION, HAS_AGENT_TOOLS, HAS_PLAIN_RESULTS
 from tests.otlp_receiver import OtlpReceiver
 
 pytestmark = pytest.mark.skipif(
@@ -41,6 +42,10 @@ def run_example(name: str, **env: str) -> subprocess.CompletedProcess[str]:
     return proc
 
 
+@pytest.mark.skipif(
+    not HAS_PLAIN_RESULTS,
+    reason=f"multi_agent.py's ResearchAgent returns a plain dataclass (flowra >= 0.0.7); installed: {FLOWRA_VERSION}",
+)
 def test_multi_agent_prints_the_nested_tree() -> None:
     out = run_example("multi_agent.py").stdout
     lines = out.splitlines()
