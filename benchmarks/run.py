@@ -1,14 +1,26 @@
-"""flowra-otel overhead benchmark: ``./dev bench`` (or ``.venv/bin/python benchmarks/run.py``).
+"""flowra-otel overhead benchmark against the in-situ SDK floor: ``./dev bench``.
 
-Measures, side by side in one run, what OtelHooks costs on a zero-latency scripted tool loop
-(20 LLM + tool iterations per run, 42 spans when traced), what the raw OpenTelemetry SDK costs for
-the same spans, how flowra 0.0.93's own tracer compares, and whether memory stays flat. The last
-line of output is a one-line ``RESULT ...`` summary. See docs/performance.md for the method.
+Measures, on a zero-latency scripted tool loop (20 LLM + tool iterations per run, 42 spans and 86
+metric records when traced), with CPU time and many interleaved repeats:
 
-    ./dev bench              full run, about 3-4 minutes on a 2-core machine
-    ./dev bench --quick      about 20-30 seconds, noisier
-    ./dev bench --profile    add a cProfile breakdown of the traced variants
+* ``bare``        flowra alone;
+* ``floor``       bare flowra + plain hook handlers making the plugin's very spans and metric records
+                  with the raw SDK (captured from one plugin run; see ``floor.py``);
+* ``plugin``      ``OtelHooks`` with the same SDK set-up; ``spans_only`` the same without metrics;
+* ``untraced``    the plugin installed in the process, this run's registry without it;
+* ``off``         ``OtelHooks`` with no-op providers;
+* flowra 0.0.93's own tracer on the same workload (its own venv, ``flowra093_worker.py``);
+* memory growth per run (tracemalloc), the plugin's against bare flowra's own.
+
+The last line sums it up: ``overhead_vs_floor`` = (plugin - bare) / (floor - bare).
+
+    ./dev bench              full run (~4 min on a quiet 2-core machine)
+    ./dev bench --quick      ~30 s, noisier: for development
+    ./dev bench --scale      per-span cost at 1, 20, 200 iterations and 100 concurrent runs,
+                             memory over 10 000 runs (~30 min)
+    ./dev bench --profile    add a cProfile of the plugin run (per run, by tottime and cumtime)
     ./dev bench --save       also write the raw measurements to benchmarks/results/
+    ./dev bench --skip-093   leave out flowra 0.0.93
 """
 
 from __future__ import annotations
@@ -24,6 +36,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -37,95 +50,90 @@ WORKER_093 = HERE / "flowra093_worker.py"
 VENV_093 = HERE / ".venv-flowra-0.0.93"
 FLOWRA_093 = "0.0.93"
 
-SPANS_PER_RUN = 42  # 1 invoke_agent + 21 chat + 20 execute_tool (checked by the workers)
-PLUGIN_VARIANTS = ("unpatched", "patched", "nosdk", "nometrics", "recording", "raw", "rawmetrics")
-OFF_VARIANTS = ("offbare", "noop")
-
-TARGET_RECORDING = 8.0  # % over bare flowra, recording SDK
-TARGET_NOOP = 1.0  # % over bare flowra, tracing off
-TARGET_PER_SPAN = 1.5  # plugin cost per span / raw SDK cost per span
-TARGET_MEM = 100.0  # bytes per run that b adds over bare flowra; one leaked span alone is over 1 KiB
+FLOOR_JOB = ("bare", "floor", "floor_spans")
+PLUGIN_JOB = ("untraced", "plugin", "spans_only")
+OFF_JOB = ("offbare", "off")
 
 LABELS = {
-    "bare": "a0  bare flowra, before the patch (own processes; flowra_otel never imported)",
-    "unpatched": "a   bare flowra, patches taken off (patches.uninstall(); side by side with a'-f)",
-    "patched": "a'  bare flowra, patches installed, no OtelHooks on its registry",
-    "recording": "b   OtelHooks + recording SDK (BatchSpanProcessor->drop, MeterProvider+InMemoryMetricReader)",
-    "nometrics": "e   OtelHooks + b's recording TracerProvider + NoOpMeterProvider() (b without metrics)",
-    "nosdk": "g   OtelHooks enabled, tracer and meter providers that hand out no-op ones (no SDK work)",
-    "raw": "d   raw SDK: the same 42 spans via start_span/set_attributes/end, no flowra",
-    "rawmetrics": "f   raw SDK: the same histogram records via Histogram.record on b's meter set-up, no flowra",
-    "offbare": "c0  bare flowra, side by side with c (flowra_otel imported, the no-op OtelHooks exists)",
-    "noop": "c   OtelHooks(NoOpTracerProvider(), NoOpMeterProvider()), no other OtelHooks in the process",
+    "bare": "bare flowra (processes that never import flowra_otel)",
+    "floor": "floor: plain handlers, the plugin's spans + metric records, raw SDK",
+    "floor_spans": "floor, spans only (no metric records)",
+    "plugin": "plugin: OtelHooks, recording tracer + meter providers",
+    "spans_only": "plugin, spans only",
+    "untraced": "plugin installed, this run's registry has none",
+    "offbare": "bare flowra beside off",
+    "off": "OtelHooks(NoOpTracerProvider(), NoOpMeterProvider())",
 }
 
 
 @dataclass(frozen=True)
 class Plan:
     rounds: int
-    runs: int  # timed runs per variant per round
+    runs: int  # timed runs per variant per process
     warmup: int
     block: int
     runs_093: int
     procs_093: int
     mem_runs: int
-    mem_control_runs: int
     mem_warmup: int
     label: str
 
 
 FULL = Plan(
-    rounds=5,
-    runs=100,
-    warmup=10,
-    block=5,
-    runs_093=100,
-    procs_093=2,
-    mem_runs=300,
-    mem_control_runs=200,
-    mem_warmup=100,
-    label="full",
+    rounds=6, runs=100, warmup=10, block=5, runs_093=100, procs_093=2, mem_runs=300, mem_warmup=100, label="full"
 )
-QUICK = Plan(
-    rounds=1,
-    runs=20,
-    warmup=3,
-    block=5,
-    runs_093=20,
-    procs_093=1,
-    mem_runs=40,
-    mem_control_runs=40,
-    mem_warmup=20,
-    label="quick",
+QUICK = Plan(rounds=1, runs=25, warmup=3, block=5, runs_093=20, procs_093=1, mem_runs=20, mem_warmup=10, label="quick")
+
+
+@dataclass(frozen=True)
+class ScaleCase:
+    label: str
+    iterations: int
+    concurrency: int
+    runs: int
+    block: int
+    warmup: int
+
+
+SCALE_CASES = (
+    ScaleCase("1 iteration", 1, 1, runs=200, block=10, warmup=20),
+    ScaleCase("20 iterations", 20, 1, runs=100, block=5, warmup=10),
+    ScaleCase("200 iterations", 200, 1, runs=12, block=2, warmup=2),
+    ScaleCase("100 concurrent runs x 20 it.", 20, 100, runs=6, block=1, warmup=1),
 )
+SCALE_ROUNDS = 3
+SCALE_MEM_RUNS = 10_000
+SCALE_MEM_WARMUP = 200
 
 
 @dataclass
 class Samples:
-    """Per-run CPU and wall times of one variant, pooled over rounds, plus each round's median."""
+    """One variant's CPU times: per run (pooled), per block (mean per run), per process (median)."""
 
     cpu: list[int] = field(default_factory=list)
+    blocks: list[float] = field(default_factory=list)
+    rounds: list[float] = field(default_factory=list)
     wall: list[int] = field(default_factory=list)
-    round_cpu_medians: list[float] = field(default_factory=list)
-    gc_ns_per_run: list[float] = field(default_factory=list)
     spans_per_run: float | None = None
 
-    def add(self, cpu: Sequence[int], wall: Sequence[int]) -> None:
-        self.cpu.extend(cpu)
-        self.wall.extend(wall)
-        self.round_cpu_medians.append(statistics.median(cpu))
+    def add(self, result: dict[str, Any], name: str) -> None:
+        self.cpu.extend(result["cpu_ns"][name])
+        self.wall.extend(result["wall_ns"][name])
+        self.blocks.extend(result["block_cpu_ns"][name])
+        self.rounds.append(statistics.median(result["cpu_ns"][name]))
+        self.spans_per_run = result["spans_per_run"].get(name)
 
     @property
-    def cpu_ms(self) -> float:
+    def median_ms(self) -> float:
         return statistics.median(self.cpu) / 1e6
+
+    @property
+    def min_ms(self) -> float:
+        return min(self.blocks) / 1e6
 
     @property
     def wall_ms(self) -> float:
         return statistics.median(self.wall) / 1e6
-
-    @property
-    def gc_ms(self) -> float | None:
-        return statistics.mean(self.gc_ns_per_run) / 1e6 if self.gc_ns_per_run else None
 
 
 def log(message: str) -> None:
@@ -141,85 +149,242 @@ class WorkerError(RuntimeError):
     pass
 
 
-def run_worker(python: str | Path, script: Path, args: Sequence[str], timeout: float = 1800) -> dict[str, Any]:
+def _env() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     env["PYTHONHASHSEED"] = "0"  # same dict/set layouts in every worker process
-    proc = subprocess.run(
-        [str(python), str(script), *args], capture_output=True, text=True, timeout=timeout, env=env, check=False
-    )
-    if proc.returncode != 0:
-        tail = "\n".join(proc.stderr.strip().splitlines()[-12:])
-        raise WorkerError(f"{script.name} {' '.join(args)} exited {proc.returncode}:\n{tail}")
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    return env
+
+
+def _parse(script: Path, args: Sequence[str], code: int, stdout: str, stderr: str) -> dict[str, Any]:
+    if code != 0:
+        tail = "\n".join(stderr.strip().splitlines()[-15:])
+        raise WorkerError(f"{script.name} {' '.join(args)} exited {code}:\n{tail}")
+    lines = [line for line in stdout.splitlines() if line.startswith("{")]
     if not lines:
-        raise WorkerError(f"{script.name} printed no JSON: {proc.stdout[-500:]!r} {proc.stderr[-500:]!r}")
+        raise WorkerError(f"{script.name} printed no JSON: {stdout[-500:]!r} {stderr[-500:]!r}")
     result: dict[str, Any] = json.loads(lines[-1])
     return result
 
 
-def pct(ratio: float) -> str:
-    return f"{(ratio - 1) * 100:+.1f}%"
+def run_worker(python: str | Path, script: Path, args: Sequence[str], timeout: float = 7200) -> dict[str, Any]:
+    proc = subprocess.run(
+        [str(python), str(script), *args], capture_output=True, text=True, timeout=timeout, env=_env(), check=False
+    )
+    return _parse(script, args, proc.returncode, proc.stdout, proc.stderr)
 
 
-def verdict(ok: bool) -> str:
-    return "MET" if ok else "MISSED"
+def run_workers_side_by_side(jobs: Sequence[Sequence[str]]) -> list[dict[str, Any]]:
+    """Several workers at once (memory checks, where only bytes count, not time)."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(WORKER), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env()
+        )
+        for args in jobs
+    ]
+    results = []
+    for proc, args in zip(procs, jobs, strict=True):
+        stdout, stderr = proc.communicate()
+        results.append(_parse(WORKER, args, proc.returncode, stdout, stderr))
+    return results
+
+
+def pct(x: float) -> str:
+    return f"{x * 100:+.1f}%"
 
 
 # ------------------------------------------------------------------------------------- timing
 
 
-METRIC_RECORDS: dict[str, int] = {}
+def capture(folder: Path, iterations: int) -> Path:
+    path = folder / f"plan-{iterations}.pickle"
+    if not path.exists():
+        info = run_worker(sys.executable, WORKER, ["capture", "--iterations", str(iterations), "--out", str(path)])
+        log(
+            f"  captured one plugin run of {iterations} iterations: {info['spans']} spans, {info['metric_records']} "
+            f"metric records, {info['events_with_work']} events with work"
+        )
+    return path
 
 
-def measure_plugin(plan: Plan) -> tuple[dict[str, Samples], bool, bool]:
-    """Rounds of three processes (plugin, bare, tracing off), rotating which goes first.
+@dataclass
+class Timing:
+    samples: dict[str, Samples]
+    per_round: list[dict[str, float]]  # each round's per-variant medians (ns), over its processes
+    info: dict[str, Any]
 
-    Tracing off gets a process of its own: an ``OtelHooks`` with no-op providers may leave flowra
-    unpatched, which it could not show in a process where other ``OtelHooks`` record.
-    Returns the samples, whether ``a`` was measured (patches taken off), and whether creating the
-    no-op ``OtelHooks`` patched flowra.
+
+def measure(
+    jobs: Sequence[Sequence[str]],
+    rounds: int,
+    runs: int,
+    common: Sequence[str],
+    plan_path: Path,
+) -> Timing:
+    """``rounds`` rounds; in each, one live process per job, and blocks of runs sent to them in turn.
+
+    Only one process runs at a time; the variants (of all processes) take turns block by block,
+    rotating which goes first, so slow drifts and bursts of load on the machine hit all alike.
     """
     samples: dict[str, Samples] = {}
-    variants = list(PLUGIN_VARIANTS)
-    toggle = True
-    off_patched = False
-    common = ["--runs", str(plan.runs), "--warmup", str(plan.warmup), "--block", str(plan.block)]
-    for index in range(plan.rounds):
-        jobs = [list(PLUGIN_VARIANTS), ["bare"], list(OFF_VARIANTS)]
-        jobs = jobs[index % 3 :] + jobs[: index % 3]
-        for planned in jobs:
-            job = variants if planned[0] == "unpatched" else planned
-            started = time.perf_counter()
-            try:
-                result = run_worker(sys.executable, WORKER, ["time", "--variants", ",".join(job), *common])
-            except WorkerError as exc:
-                if "unpatched" not in job or "uninstall" not in str(exc):
-                    raise
-                log("  flowra_otel.patches.uninstall() is unavailable: a is measured only in its own processes (a0)")
-                variants.remove("unpatched")
-                toggle = False
-                job = list(variants)
-                result = run_worker(sys.executable, WORKER, ["time", "--variants", ",".join(job), *common])
-            if "noop" in job and result.get("flowra_patched_at_end"):
-                off_patched = True
-            METRIC_RECORDS.update(result.get("metric_records_per_run", {}))
-            for name, cpu in result["cpu_ns"].items():
-                entry = samples.setdefault(name, Samples())
-                entry.add(cpu, result["wall_ns"][name])
-                entry.gc_ns_per_run.append(result["gc_ns_per_run"][name])
-                if result["spans_per_run"].get(name) is not None:
-                    entry.spans_per_run = result["spans_per_run"][name]
-            what = "plugin" if "recording" in job else "bare" if job == ["bare"] else "tracing off"
-            log(
-                f"  round {index + 1}/{plan.rounds}: {what:<12} {time.perf_counter() - started:5.1f}s  "
-                + "  ".join(f"{n}={statistics.median(c) / 1e6:.2f}ms" for n, c in result["cpu_ns"].items())
-            )
-    return samples, toggle, off_patched
+    per_round: list[dict[str, float]] = []
+    info: dict[str, Any] = {"flowra_changed": {}}
+    block = int(common[list(common).index("--block") + 1])
+    for index in range(rounds):
+        started = time.perf_counter()
+        procs: dict[str, subprocess.Popen[str]] = {}
+        owner: dict[str, subprocess.Popen[str]] = {}
+        cpu: dict[str, list[int]] = {}
+        wall: dict[str, list[int]] = {}
+        blocks: dict[str, list[float]] = {}
+        try:
+            for job in jobs:
+                args = ["serve", "--variants", ",".join(job), *common]
+                if any(v.startswith("floor") for v in job):
+                    args += ["--plan", str(plan_path)]
+                proc = subprocess.Popen(
+                    [sys.executable, str(WORKER), *args],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    env=_env(),
+                )
+                procs[",".join(job)] = proc
+                for variant in job:
+                    owner[variant] = proc
+                    cpu[variant], wall[variant], blocks[variant] = [], [], []
+            for name, proc in procs.items():
+                _read(proc, name)  # {"ready": ...}
+            variants = [v for job in jobs for v in job]
+            for turn in range(max(1, runs // block)):
+                first = turn % len(variants)
+                for variant in variants[first:] + variants[:first]:
+                    proc = owner[variant]
+                    assert proc.stdin is not None
+                    proc.stdin.write(f"run {variant}\n")
+                    proc.stdin.flush()
+                    reply = _read(proc, variant)
+                    cpu[variant].extend(reply["cpu_ns"])
+                    wall[variant].extend(reply["wall_ns"])
+                    blocks[variant].append(sum(reply["cpu_ns"]) / len(reply["cpu_ns"]))
+            finals = {}
+            for name, proc in procs.items():
+                stdout, stderr = proc.communicate("end\n", timeout=600)
+                finals[name] = _parse(WORKER, [name], proc.returncode, stdout, stderr)
+        finally:
+            for proc in procs.values():
+                if proc.poll() is None:
+                    proc.kill()
+        medians: dict[str, float] = {}
+        for name, final in finals.items():
+            result = {"cpu_ns": cpu, "wall_ns": wall, "block_cpu_ns": blocks, "spans_per_run": final["spans_per_run"]}
+            for variant in name.split(","):
+                samples.setdefault(variant, Samples()).add(result, variant)
+                medians[variant] = statistics.median(cpu[variant])
+            info.update(final.get("info", {}))
+            info["flowra_changed"][name] = final["flowra_changed_count"]
+        per_round.append(medians)
+        log(
+            f"  round {index + 1}/{rounds} {time.perf_counter() - started:5.1f}s  "
+            + "  ".join(f"{n}={m / 1e6:.2f}ms" for n, m in medians.items())
+        )
+    return Timing(samples, per_round, info)
 
 
-def paired_round_ratios(samples: dict[str, Samples], num: str, den: str) -> list[float]:
-    return [n / d for n, d in zip(samples[num].round_cpu_medians, samples[den].round_cpu_medians, strict=True)]
+def _read(proc: subprocess.Popen[str], name: str) -> dict[str, Any]:
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line.startswith("{"):
+        _, stderr = proc.communicate(timeout=60)
+        tail = "\n".join(stderr.strip().splitlines()[-15:])
+        raise WorkerError(f"worker {name} stopped: {line!r}\n{tail}")
+    data: dict[str, Any] = json.loads(line)
+    return data
+
+
+def overhead_vs_floor(bare: float, floor: float, plugin: float) -> float:
+    return (plugin - bare) / (floor - bare) if floor > bare else float("inf")
+
+
+def report_timing(t: Timing, spans: int) -> dict[str, float]:
+    s = t.samples
+    out("CPU ms per run (process_time of the worker, all threads; span export flushed inside each block):")
+    out(f"  {'variant':<72} {'median':>8} {'min':>8} {'wall':>8} {'spans':>6}  per-process medians")
+    for name in (*FLOOR_JOB, *PLUGIN_JOB, *OFF_JOB):
+        if name not in s:
+            continue
+        v = s[name]
+        rounds = " ".join(f"{r / 1e6:.2f}" for r in v.rounds)
+        spans_text = f"{v.spans_per_run:.0f}" if v.spans_per_run else "-"
+        out(
+            f"  {name:<12}{LABELS[name]:<60} {v.median_ms:8.3f} {v.min_ms:8.3f} {v.wall_ms:8.3f} "
+            f"{spans_text:>6}  {rounds}"
+        )
+    out("  (median: over all timed runs; min: the fastest block of 5 runs, mean per run; wall: median wall time)")
+    out()
+    bare = s["bare"]
+    r: dict[str, float] = {}
+
+    def both(name: str, stat: str) -> float:
+        return getattr(s[name], stat) / getattr(bare, stat) - 1  # type: ignore[no-any-return]
+
+    for stat in ("median_ms", "min_ms"):
+        key = stat.split("_")[0]
+        b, f, p = getattr(bare, stat), getattr(s["floor"], stat), getattr(s["plugin"], stat)
+        r[f"vs_floor_{key}"] = overhead_vs_floor(b, f, p)
+        r[f"spans_vs_floor_{key}"] = overhead_vs_floor(
+            b, getattr(s["floor_spans"], stat), getattr(s["spans_only"], stat)
+        )
+        for name in ("floor", "floor_spans", "plugin", "spans_only", "untraced"):
+            r[f"{name}_{key}"] = both(name, stat)
+    round_ratios = [
+        overhead_vs_floor(m["bare"], m["floor"], m["plugin"])
+        for m in t.per_round
+        if {"bare", "floor", "plugin"} <= m.keys()
+    ]
+    off_patched = t.info["flowra_changed"].get(",".join(OFF_JOB), 0) > 0
+    off_base = "bare" if off_patched else "offbare"
+    r["off"] = s["off"].median_ms / s[off_base].median_ms - 1
+    r["off_min"] = s["off"].min_ms / s[off_base].min_ms - 1
+    r["cross_process"] = s["offbare"].median_ms / bare.median_ms - 1
+    per_span = {
+        name: (s[name].median_ms - bare.median_ms) / spans * 1e3
+        for name in ("floor", "plugin", "spans_only", "floor_spans")
+    }
+    r.update({f"{k}_us_per_span": v for k, v in per_span.items()})
+    out("Over bare flowra (median | min):")
+    rows = (
+        ("floor", "floor: the SDK's own cost of the plugin's telemetry, in situ"),
+        ("floor_spans", "floor, spans only"),
+        ("plugin", "plugin (spans + metrics)"),
+        ("spans_only", f"plugin, spans only ({t.info.get('spans_only', '?')})"),
+        ("untraced", "plugin installed, this run untraced"),
+    )
+    for name, text in rows:
+        out(
+            f"  {text:<64} {pct(r[name + '_median']):>7} | {pct(r[name + '_min']):>7}   "
+            f"{per_span.get(name, 0):6.1f} us/span"
+            if name in per_span
+            else f"  {text:<64} {pct(r[name + '_median']):>7} | {pct(r[name + '_min']):>7}"
+        )
+    out(
+        f"  {'tracing off, against ' + ('bare (creating it changed flowra)' if off_patched else 'bare beside it'):<64} "
+        f"{pct(r['off']):>7} | {pct(r['off_min']):>7}"
+    )
+    out()
+    out("Against the floor, (plugin - bare) / (floor - bare):")
+    spread = f"per round {min(round_ratios):.2f} .. {max(round_ratios):.2f}" if round_ratios else ""
+    out(f"  spans + metrics  {r['vs_floor_median']:.2f}x (min: {r['vs_floor_min']:.2f}x; {spread})")
+    out(f"  spans only       {r['spans_vs_floor_median']:.2f}x (min: {r['spans_vs_floor_min']:.2f}x)")
+    out(
+        f"  bare flowra in two kinds of process (offbare / bare): {pct(r['cross_process'])}: the process-to-process "
+        "noise that the plugin, untraced and off figures carry (bare and floor share a process)"
+        if not off_patched
+        else ""
+    )
+    out()
+    return r
 
 
 # ------------------------------------------------------------------------------------- flowra 0.0.93
@@ -281,256 +446,179 @@ def ensure_venv_093(sdk_version: str) -> Path:
     return python
 
 
-@dataclass
-class Result093:
-    samples: dict[str, Samples]
-    spans_per_run: dict[str, float | None]
-    info: dict[str, Any]
-
-
-def measure_093(plan: Plan, sdk_version: str) -> Result093:
+def measure_093(plan: Plan, sdk_version: str) -> tuple[dict[str, Samples], dict[str, Any]]:
     python = ensure_venv_093(sdk_version)
     samples: dict[str, Samples] = {}
-    spans: dict[str, float | None] = {}
     info: dict[str, Any] = {}
     for index in range(plan.procs_093):
         started = time.perf_counter()
         args = ["--runs", str(plan.runs_093), "--warmup", str(plan.warmup), "--block", str(plan.block)]
         result = run_worker(python, WORKER_093, args)
+        block = plan.block
         for name, cpu in result["cpu_ns"].items():
-            samples.setdefault(name, Samples()).add(cpu, result["wall_ns"][name])
-        spans = result["spans_per_run"]
+            entry = samples.setdefault(name, Samples())
+            entry.cpu.extend(cpu)
+            entry.wall.extend(result["wall_ns"][name])
+            entry.blocks.extend(sum(cpu[i : i + block]) / block for i in range(0, len(cpu), block))
+            entry.rounds.append(statistics.median(cpu))
+            entry.spans_per_run = result["spans_per_run"].get(name)
         info = {k: v for k, v in result.items() if k not in {"cpu_ns", "wall_ns", "spans_per_run"}}
         log(
             f"  process {index + 1}/{plan.procs_093}: {time.perf_counter() - started:5.1f}s  "
             + "  ".join(f"{n}={statistics.median(c) / 1e6:.2f}ms" for n, c in result["cpu_ns"].items())
         )
-    return Result093(samples, spans, info)
+    return samples, info
 
 
-# ------------------------------------------------------------------------------------- report
-
-
-def report_timing(samples: dict[str, Samples], toggle: bool, off_patched: bool) -> dict[str, float]:
-    base = "unpatched" if toggle else "bare"
-    a = samples[base]
-    out("Per-run time: median over all timed runs of each variant; CPU time of the worker process (all")
-    out("its threads; immune to being pre-empted by other processes), wall-clock time, and the mean time")
-    out("spent in the cyclic garbage collector per run (part of both)")
-    out(f"  {'variant':<96} {'cpu ms':>7} {'wall ms':>8} {'gc ms':>6} {'spans':>6}  per-round cpu medians")
-    order = ("bare", "unpatched", "patched", "recording", "nometrics", "nosdk", "raw", "rawmetrics", "offbare", "noop")
-    for name in order:
-        if name not in samples:
-            continue
-        s = samples[name]
-        spans = f"{s.spans_per_run:.0f}" if s.spans_per_run is not None else "-"
-        rounds = " ".join(f"{m / 1e6:.2f}" for m in s.round_cpu_medians)
-        gc_ms = f"{s.gc_ms:.2f}" if s.gc_ms is not None else "-"
-        out(f"  {LABELS[name]:<96} {s.cpu_ms:7.3f} {s.wall_ms:8.3f} {gc_ms:>6} {spans:>6}  {rounds}")
-    out()
-    b, d, f, p = samples["recording"], samples["raw"], samples["rawmetrics"], samples["patched"]
-    e, g = samples["nometrics"], samples["nosdk"]
-    c, c0, a0 = samples["noop"], samples["offbare"], samples["bare"]
-    # Tracing off against bare flowra side by side in its own process, unless the no-op OtelHooks
-    # patched flowra there too (then c0 is not bare: use a0, from processes of its own).
-    off_base, off_base_name = (a0, "a0") if off_patched else (c0, "c0")
-    r_rec, r_patch = b.cpu_ms / a.cpu_ms, p.cpu_ms / a.cpu_ms
-    r_noop = c.cpu_ms / off_base.cpu_ms
-    per_span_plugin = (b.cpu_ms - a.cpu_ms) / SPANS_PER_RUN * 1e3
-    per_span_raw = d.cpu_ms / SPANS_PER_RUN * 1e3
-    per_span_ratio = per_span_plugin / per_span_raw
-
-    def spread(num: str, den: str = base) -> str:
-        ratios = paired_round_ratios(samples, num, den)
-        return f"[per round {pct(min(ratios))} .. {pct(max(ratios))}]"
-
-    which = "a (patches taken off, side by side)" if toggle else "a0 (own processes)"
-    out(f"Overheads against {which}:")
+def report_093(s: dict[str, Samples], info: dict[str, Any], ours: dict[str, float]) -> float:
+    bare = s["bare"].median_ms
     out(
-        f"  recording       (b-a)/a  = {pct(r_rec):>7}  {spread('recording'):<34} target <= +{TARGET_RECORDING:.0f}%: "
-        f"{verdict((r_rec - 1) * 100 <= TARGET_RECORDING)}"
+        f"flowra {info.get('flowra_version', FLOWRA_093)}'s own tracer ({info.get('install')}), "
+        "same workload on TurnAgent,"
     )
     out(
-        f"  tracing off     (c-{off_base_name})/{off_base_name} = {pct(r_noop):>7}  "
-        f"{spread('noop', 'offbare' if not off_patched else 'bare'):<34} target <= +{TARGET_NOOP:.0f}%: "
-        f"{verdict((r_noop - 1) * 100 <= TARGET_NOOP)}"
+        "the same recording tracer set-up as the global provider (it takes no provider argument; "
+        "it records no metrics):"
     )
-    if off_patched:
-        out("    (creating OtelHooks(NoOpTracerProvider(), NoOpMeterProvider()) patched flowra: c is against a0)")
-    out(
-        f"  patches only    (a'-a)/a = {pct(r_patch):>7}  {spread('patched'):<34} (an untraced run, while another "
-        "OtelHooks records in the process)"
-    )
-    met = verdict(per_span_ratio <= TARGET_PER_SPAN)
-    out(
-        f"  per emitted span: plugin (b-a)/42 = {per_span_plugin:.1f} us, raw SDK d/42 = {per_span_raw:.1f} us "
-        f"-> {per_span_ratio:.2f}x   target <= {TARGET_PER_SPAN}x: {met}"
-    )
-    floor = (d.cpu_ms + f.cpu_ms) / SPANS_PER_RUN * 1e3
-    out(
-        f"  the same against the raw SDK doing b's spans and metrics, (d+f)/42 = {floor:.1f} us: "
-        f"{per_span_plugin / floor:.2f}x"
-    )
-    out(
-        "    (d and f run the SDK in a tight loop, caches hot: inside a flowra run cProfile sees the same SDK calls"
-        " take ~1.8x longer)"
-    )
-    out()
-    total = b.cpu_ms - a.cpu_ms
-    records = METRIC_RECORDS.get("rawmetrics", "?")
-    parts = (
-        ("patches and per-run book, with no OtelHooks (a'-a)", p.cpu_ms - a.cpu_ms),
-        ("the plugin's own work per event, no SDK work (g-a')", g.cpu_ms - p.cpu_ms),
-        ("spans: SDK work + the plugin's span calls (e-g)", e.cpu_ms - g.cpu_ms),
-        ("   of which the raw SDK cost of those 42 spans (d)", d.cpu_ms),
-        (f"metrics: {records} histogram records per run (b-e)", b.cpu_ms - e.cpu_ms),
-        ("   of which the raw SDK cost of those records (f)", f.cpu_ms),
-        ("everything but the raw SDK work ((b-a)-d-f)", total - d.cpu_ms - f.cpu_ms),
-    )
-    out(f"Where b's {total:.2f} ms per run over a goes (differences of medians, so approximate):")
-    for text, ms in parts:
-        out(f"  {text:<56} {ms:6.2f} ms  {ms / total * 100:5.1f}%")
-    if toggle:
-        cross = paired_round_ratios(samples, "bare", "unpatched")
-        out(
-            f"  cross-check a0/a = {a0.cpu_ms / a.cpu_ms:.3f} (same code in separate processes; "
-            f"per round {min(cross):.3f} .. {max(cross):.3f}: the process-to-process noise)"
-        )
-        out(f"  against a0 instead: recording {pct(b.cpu_ms / a0.cpu_ms)}, tracing off {pct(c.cpu_ms / a0.cpu_ms)}")
-    out()
-    return {
-        "overhead_nometrics": (e.cpu_ms / a.cpu_ms - 1) * 100,
-        "extra_ms_recording": total,
-        "extra_ms_nometrics": e.cpu_ms - a.cpu_ms,
-        "overhead_recording": (r_rec - 1) * 100,
-        "overhead_noop": (r_noop - 1) * 100,
-        "overhead_patches": (r_patch - 1) * 100,
-        "per_span_plugin_us": per_span_plugin,
-        "per_span_raw_us": per_span_raw,
-        "per_span_vs_raw": per_span_ratio,
-        "per_span_vs_raw_with_metrics": per_span_plugin / floor,
-        "bare_ms": a.cpu_ms,
-    }
-
-
-def report_093(result: Result093, ratios: dict[str, float]) -> float:
-    s = result.samples
-    bare = s["bare"].cpu_ms
-    out(f"flowra {result.info.get('flowra_version', FLOWRA_093)} with its own tracer ({result.info.get('install')}):")
-    out("  same workload on TurnAgent (0.0.9+ renamed ToolLoopAgent), same recording SDK set-up set as the global")
-    out("  tracer provider (its tracer has no provider argument; it records no metrics); variants interleaved")
-    rows = (
-        ("bare", "bare flowra 0.0.93"),
-        ("tracer", "OTEL_TRACING.install(runtime)  (defaults: agent + step + LLM + tool spans)"),
-        ("tracer_nosteps", "OTEL_TRACING.install(runtime, trace_steps=False)"),
-    )
-    out(f"  {'variant':<80} {'cpu ms':>7} {'wall ms':>8} {'spans':>6} {'overhead':>9} {'us/span':>8}")
-    for name, label in rows:
+    out(f"  {'variant':<40} {'median':>8} {'min':>8} {'spans':>6} {'overhead':>9} {'us/span':>8}")
+    per_span = {}
+    for name in ("bare", "tracer", "tracer_nosteps"):
         if name not in s:
             continue
-        spans = result.spans_per_run.get(name)
-        ratio = s[name].cpu_ms / bare
-        per_span = (s[name].cpu_ms - bare) / spans * 1e3 if spans else None
+        v = s[name]
+        spans = v.spans_per_run
+        extra = (v.median_ms - bare) / spans * 1e3 if spans else None
+        per_span[name] = extra
+        over = pct(v.median_ms / bare - 1) if name != "bare" else ""
+        spans_text = f"{spans:.0f}" if spans else "-"
         out(
-            f"  {label:<80} {s[name].cpu_ms:7.3f} {s[name].wall_ms:8.3f} {spans if spans else '-':>6} "
-            f"{pct(ratio) if name != 'bare' else '':>9} {f'{per_span:.1f}' if per_span else '':>8}"
+            f"  {name:<40} {v.median_ms:8.3f} {v.min_ms:8.3f} {spans_text:>6} {over:>9} "
+            f"{f'{extra:.1f}' if extra else '':>8}"
         )
-    ours, ours_per_span = ratios["overhead_recording"], ratios["per_span_plugin_us"]
-    theirs = (s["tracer"].cpu_ms / bare - 1) * 100
-    nosteps = (s["tracer_nosteps"].cpu_ms / bare - 1) * 100
     out(
-        f"  flowra-otel (b) {ours:+.1f}% at {ours_per_span:.1f} us/span vs flowra 0.0.93's tracer {theirs:+.1f}% "
-        f"({nosteps:+.1f}% without step spans); target (lower overhead ratio): {verdict(ours < theirs)}"
-    )
-    out(
-        f"  (flowra 0.0.93's tracer records no metrics; flowra-otel without its metrics, variant e: "
-        f"{ratios['overhead_nometrics']:+.1f}%)"
-    )
-    out(
-        f"  in ms added per run: flowra-otel {ratios['extra_ms_recording']:.2f} (b: 42 spans + metrics), "
-        f"{ratios['extra_ms_nometrics']:.2f} (e: 42 spans); flowra 0.0.93's tracer "
-        f"{s['tracer'].cpu_ms - bare:.2f} (105 spans), {s['tracer_nosteps'].cpu_ms - bare:.2f} (62 spans); "
-        f"bare flowra 0.0.93 is {bare / ratios['bare_ms']:.1f}x slower than 0.0.8, which divides its ratio"
+        f"  flowra-otel spans only: {ours['spans_only_us_per_span']:.1f} us/span, {pct(ours['spans_only_median'])}; "
+        f"with metrics: {ours['plugin_us_per_span']:.1f} us/span; bare flowra 0.0.93 is "
+        f"{bare / ours['bare_ms']:.1f}x slower than 0.0.8, which shrinks its ratios"
     )
     out()
-    return theirs
+    return per_span.get("tracer") or float("nan")
 
 
-def measure_memory(plan: Plan) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    args = ["memory", "--variant", "recording", "--runs", str(plan.mem_runs), "--warmup", str(plan.mem_warmup)]
-    started = time.perf_counter()
-    recording = run_worker(sys.executable, WORKER, args)
-    log(f"  recording: {plan.mem_runs} runs, {time.perf_counter() - started:.1f}s")
-    control = None
-    if plan.mem_control_runs:
-        args = ["memory", "--variant", "bare", "--runs", str(plan.mem_control_runs), "--warmup", str(plan.mem_warmup)]
-        started = time.perf_counter()
-        control = run_worker(sys.executable, WORKER, args)
-        log(f"  bare control: {plan.mem_control_runs} runs, {time.perf_counter() - started:.1f}s")
-    return recording, control
+# ------------------------------------------------------------------------------------- memory
 
 
-def report_memory(recording: dict[str, Any], control: dict[str, Any] | None, asked: int) -> float:
-    """Returns what b grows per run beyond bare flowra (b's own growth when there is no control)."""
-    slope = float(recording["slope_bytes_per_run"])
+def measure_memory(runs: int, warmup: int, plan_path: Path) -> dict[str, dict[str, Any]]:
+    jobs = [
+        ["memory", "--variant", v, "--runs", str(runs), "--warmup", str(warmup), "--plan", str(plan_path)]
+        for v in ("plugin", "bare")
+    ]
+    plugin, bare = run_workers_side_by_side(jobs)
+    return {"plugin": plugin, "bare": bare}
+
+
+def report_memory(m: dict[str, dict[str, Any]]) -> float:
+    plugin, bare = m["plugin"], m["bare"]
+    diff = float(plugin["slope_bytes_per_run"]) - float(bare["slope_bytes_per_run"])
     out(
-        "Memory under tracemalloc (on from process start), growth per run = least-squares slope through "
-        "~21 checkpoints, each after a span flush and a full gc:"
+        f"Memory (tracemalloc on from process start; growth per run = least-squares slope through ~21 checkpoints, "
+        f"each after a span flush and a full gc), {plugin['runs']} runs after {plugin['warmup']} warm-up runs:"
     )
-    out(
-        f"  b  recording: {slope:+7.1f} B/run over {recording['runs']} runs after {recording['warmup']} warm-up runs "
-        f"(end - start {recording['growth_bytes'] / 1024:+.1f} KiB, peak traced "
-        f"{recording['peak_traced_bytes'] / 2**20:.1f} MiB, {recording['seconds']:.0f}s: tracemalloc makes a run "
-        f"~4x slower)"
-    )
-    plugin = slope
-    if control is not None:
-        base = float(control["slope_bytes_per_run"])
-        plugin = slope - base
+    for name, r in (("plugin", plugin), ("bare", bare)):
+        top = "; ".join(f"{t['where']} {t['bytes']:+d} B" for t in r["top_growth"][:3])
         out(
-            f"  a0 bare flowra (control): {base:+7.1f} B/run over {control['runs']} runs: flowra's own caches "
-            "still filling"
+            f"  {name:<7} {r['slope_bytes_per_run']:+8.1f} B/run (end - start {r['growth_bytes'] / 1024:+.1f} KiB, "
+            f"peak {r['peak_traced_bytes'] / 2**20:.1f} MiB, {r['seconds']:.0f}s)  grows at: {top}"
         )
-        out(f"  b - a0 = {plugin:+.1f} B/run: what the plugin keeps per run (mem_per_run below)")
-    if recording["top_growth"]:
-        where = "; ".join(f"{_short(t['where'])} {t['bytes']:+d} B" for t in recording["top_growth"][:3])
-        out(f"  largest growth sites in b: {where}")
-    if asked != recording["runs"]:
-        out(f"  note: {recording['runs']} runs, not {asked}: see --mem-runs")
-    out(
-        f"  target flat (<= {TARGET_MEM:.0f} B/run over bare flowra; one leaked span alone is > 1 KiB): "
-        f"{verdict(plugin <= TARGET_MEM)}"
-    )
+    out(f"  plugin - bare = {diff:+.1f} B/run (one leaked span alone is > 1 KiB)")
     out()
-    return plugin
+    return diff
 
 
-def _short(where: str) -> str:
-    for marker in ("/site-packages/", "/work/main/", "/lib/python3.13/", "/lib/python3.12/"):
-        if marker in where:
-            return where.split(marker, 1)[1]
-    return where
+# ------------------------------------------------------------------------------------- profile
 
 
-def report_profiles(plan: Plan) -> None:
-    out("cProfile (self time per run by package; cProfile inflates everything, compare the columns):")
-    runs = max(20, plan.runs)
-    results = {}
-    for variant in ("unpatched", "nosdk", "nometrics", "recording"):
-        results[variant] = run_worker(sys.executable, WORKER, ["profile", "--variant", variant, "--runs", str(runs)])
-    packages = sorted({p for r in results.values() for p in r["by_package_ms_per_run"]})
-    out(f"  {'package':<20}" + "".join(f"{v:>12}" for v in results))
-    for package in sorted(packages, key=lambda p: -results["recording"]["by_package_ms_per_run"].get(p, 0.0)):
-        cells = "".join(f"{r['by_package_ms_per_run'].get(package, 0.0):12.2f}" for r in results.values())
-        out(f"  {package:<20}{cells}")
-    out(f"  {'total':<20}" + "".join(f"{r['profiled_ms_per_run']:12.2f}" for r in results.values()))
-    out("  heaviest flowra_otel / opentelemetry / wrapt functions in b (recording) by self time, ms per run:")
-    for row in results["recording"]["plugin_self"][:15]:
-        out(f"    self {row['self_ms']:6.3f}  cum {row['cum_ms']:7.3f}  calls {row['calls']:6.1f}  {row['where']}")
-    out("  flowra_otel functions in b by cumulative time (async wrappers' figures are unreliable), ms per run:")
-    for row in results["recording"]["flowra_otel_by_cum"][:15]:
+def report_profile(runs: int, plan_path: Path) -> None:
+    out(
+        f"cProfile, ms per run over {runs} runs (cProfile inflates everything ~2.5x: "
+        "compare the columns, not with the timings):"
+    )
+    results = {
+        v: run_worker(
+            sys.executable, WORKER, ["profile", "--variant", v, "--runs", str(runs), "--plan", str(plan_path)]
+        )
+        for v in ("bare", "floor", "plugin")
+    }
+    packages = sorted(
+        {p for r in results.values() for p in r["by_package_ms_per_run"]},
+        key=lambda p: -results["plugin"]["by_package_ms_per_run"].get(p, 0.0),
+    )
+    out(f"  {'self time by package':<30}" + "".join(f"{v:>10}" for v in results))
+    for package in packages:
+        out(
+            f"  {package:<30}"
+            + "".join(f"{r['by_package_ms_per_run'].get(package, 0.0):10.2f}" for r in results.values())
+        )
+    out(f"  {'total':<30}" + "".join(f"{r['profiled_ms_per_run']:10.2f}" for r in results.values()))
+    plugin = results["plugin"]
+    for title, key in (("by self time (tottime)", "plugin_by_self"), ("by cumulative time (cumtime)", "plugin_by_cum")):
+        out(f"  flowra_otel functions in the plugin run, {title}:")
+        for row in plugin[key][:15]:
+            out(f"    self {row['self_ms']:6.3f}  cum {row['cum_ms']:7.3f}  calls {row['calls']:6.1f}  {row['where']}")
+    out("  heaviest functions of any package in the plugin run, by self time:")
+    for row in plugin["all_by_self"][:12]:
         out(f"    self {row['self_ms']:6.3f}  cum {row['cum_ms']:7.3f}  calls {row['calls']:6.1f}  {row['where']}")
     out()
+
+
+# ------------------------------------------------------------------------------------- scale
+
+
+def run_scale(folder: Path, save: dict[str, Any], rounds: int, mem_runs: int) -> None:
+    out("Scale: cost per span as runs grow and run concurrently (median CPU ms per 'run'; a concurrent 'run' is")
+    out(f"100 runs under asyncio.gather); {rounds} rounds of a bare+floor process and a plugin process each")
+    out(
+        f"  {'case':<30} {'spans':>6} {'bare ms':>9} {'floor':>8} {'plugin':>8} {'floor us/span':>14} "
+        f"{'plugin us/span':>15} {'vs floor':>9}"
+    )
+    summary = []
+    for case in SCALE_CASES:
+        log(f"[scale] {case.label}")
+        plan_path = capture(folder, case.iterations)
+        common = [
+            "--warmup",
+            str(case.warmup),
+            "--block",
+            str(case.block),
+            "--iterations",
+            str(case.iterations),
+            "--concurrency",
+            str(case.concurrency),
+        ]
+        t = measure([("bare", "floor"), ("plugin",)], rounds, case.runs, common, plan_path)
+        s = t.samples
+        spans = s["plugin"].spans_per_run or 0.0
+        total_spans = spans * case.concurrency
+        b, f, p = s["bare"].median_ms, s["floor"].median_ms, s["plugin"].median_ms
+        floor_us, plugin_us = (f - b) / total_spans * 1e3, (p - b) / total_spans * 1e3
+        ratio = overhead_vs_floor(b, f, p)
+        summary.append((case, plugin_us, ratio))
+        out(
+            f"  {case.label:<30} {total_spans:6.0f} {b:9.2f} {pct(f / b - 1):>8} {pct(p / b - 1):>8} {floor_us:14.1f} "
+            f"{plugin_us:15.1f} {ratio:8.2f}x"
+        )
+        save[case.label] = {k: v.__dict__ for k, v in s.items()}
+    out()
+    log(f"[scale] memory: {mem_runs} runs of plugin and of bare flowra, side by side")
+    memory = measure_memory(mem_runs, SCALE_MEM_WARMUP, capture(folder, 20))
+    mem = report_memory(memory)
+    save["memory"] = memory
+    per_span = ",".join(
+        f"{c.iterations}{'x' + str(c.concurrency) if c.concurrency > 1 else ''}:{u:.1f}" for c, u, _ in summary
+    )
+    ratios = ",".join(
+        f"{c.iterations}{'x' + str(c.concurrency) if c.concurrency > 1 else ''}:{r:.2f}" for c, _, r in summary
+    )
+    out(f"SCALE plugin_us_per_span={per_span} overhead_vs_floor={ratios} mem_per_run={mem:+.0f}B")
 
 
 # ------------------------------------------------------------------------------------- main
@@ -538,12 +626,17 @@ def report_profiles(plan: Plan) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="a ~20-30 s run: fewer rounds and runs")
-    parser.add_argument("--rounds", type=int, help="timing rounds (one plugin + one bare process each)")
-    parser.add_argument("--runs", type=int, help="timed runs per variant per round")
-    parser.add_argument("--mem-runs", type=int, help="traced runs of b in the memory check (10000: ~20 min)")
+    parser.add_argument("--quick", action="store_true", help="a ~30 s run: fewer rounds and runs")
+    parser.add_argument(
+        "--scale",
+        action="store_true",
+        help="per-span cost at 1/20/200 iterations and 100 concurrent runs, memory over 10 000 runs",
+    )
+    parser.add_argument("--rounds", type=int, help="timing rounds (one process of each kind per round)")
+    parser.add_argument("--runs", type=int, help="timed runs per variant per process")
+    parser.add_argument("--mem-runs", type=int, help="runs in the memory check")
     parser.add_argument("--skip-093", action="store_true", help="skip the flowra 0.0.93 comparison")
-    parser.add_argument("--profile", action="store_true", help="also print a cProfile breakdown")
+    parser.add_argument("--profile", action="store_true", help="also print a cProfile of the plugin run")
     parser.add_argument("--save", action="store_true", help="write raw results to benchmarks/results/")
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
@@ -558,92 +651,71 @@ def main(argv: list[str] | None = None) -> int:
         plan = Plan(**{**plan.__dict__, **overrides})
     sdk_version = importlib.metadata.version("opentelemetry-sdk")
     started = time.perf_counter()
-
-    out("flowra-otel benchmark: zero-latency scripted tool loop on AgentRuntime + ToolLoopAgent, 20 LLM calls")
-    out("that each ask for one call of a trivial tool, then a 21st that answers (42 spans per run when traced)")
+    out("flowra-otel against the in-situ SDK floor: zero-latency scripted tool loop on AgentRuntime + ToolLoopAgent")
     out(
         f"machine: {os.cpu_count()} CPUs, {platform.python_implementation()} {platform.python_version()}, "
         f"flowra {importlib.metadata.version('flowra')}, opentelemetry-sdk {sdk_version}, "
         f"flowra-otel {importlib.metadata.version('flowra-otel')}"
     )
-    out(
-        f"plan ({plan.label}): {plan.rounds} rounds x {plan.runs} timed runs per variant, variants interleaved in "
-        f"blocks of {plan.block} runs; {plan.warmup} warm-up runs per variant per process"
-    )
-    out()
-
-    log(
-        f"[1/3] timing: {plan.rounds} rounds, each a plugin process (a, a', b, e, g, d, f), a bare one (a0) "
-        "and a tracing-off one (c0, c)"
-    )
-    samples, toggle, off_patched = measure_plugin(plan)
-    ratios = report_timing(samples, toggle, off_patched)
-
-    theirs: float | None = None
-    result093: Result093 | None = None
-    if args.skip_093:
-        out("flowra 0.0.93 comparison: skipped (--skip-093)")
+    saved: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="flowra-otel-bench-") as tmp:
+        folder = Path(tmp)
+        if args.scale:
+            run_scale(folder, saved, args.rounds or SCALE_ROUNDS, args.mem_runs or SCALE_MEM_RUNS)
+            if args.save:
+                save(saved)
+            return 0
+        out(
+            f"plan ({plan.label}): {plan.rounds} rounds, each with one live process of ({', '.join(FLOOR_JOB)}), "
+            f"({', '.join(PLUGIN_JOB)}) and ({', '.join(OFF_JOB)}); {plan.runs} timed runs per variant per round, "
+            f"in blocks of {plan.block} that all variants take in turn; {plan.warmup} warm-up runs"
+        )
         out()
-    else:
-        log(f"[2/3] flowra {FLOWRA_093}: {plan.procs_093} process(es) x {plan.runs_093} runs per variant")
-        try:
-            result093 = measure_093(plan, sdk_version)
-            theirs = report_093(result093, ratios)
-        except (WorkerError, OSError, subprocess.SubprocessError) as exc:
-            out(f"flowra {FLOWRA_093} comparison: not possible here: {exc}")
+        log("[1/4] capture and timing")
+        plan_path = capture(folder, 20)
+        common = ["--warmup", str(plan.warmup), "--block", str(plan.block)]
+        timing = measure([FLOOR_JOB, PLUGIN_JOB, OFF_JOB], plan.rounds, plan.runs, common, plan_path)
+        spans = timing.samples["plugin"].spans_per_run or 42.0
+        ratios = report_timing(timing, int(spans))
+        ratios["bare_ms"] = timing.samples["bare"].median_ms
+        saved["timing"] = {k: v.__dict__ for k, v in timing.samples.items()}
+        theirs = float("nan")
+        if args.skip_093:
+            out("flowra 0.0.93: skipped (--skip-093)")
             out()
-
-    log(f"[3/3] memory: {plan.mem_runs} traced runs of b, then {plan.mem_control_runs} of bare flowra as control")
-    recording, control = measure_memory(plan)
-    mem = report_memory(recording, control, args.mem_runs or plan.mem_runs)
-
-    if args.profile:
-        log("[+] profiling")
-        report_profiles(plan)
-
-    met = {
-        "recording": ratios["overhead_recording"] <= TARGET_RECORDING,
-        "noop": ratios["overhead_noop"] <= TARGET_NOOP,
-        "per_span": ratios["per_span_vs_raw"] <= TARGET_PER_SPAN,
-        "flowra093": theirs is not None and ratios["overhead_recording"] < theirs,
-        "memory": mem <= TARGET_MEM,
-    }
-    out(
-        "Targets: "
-        + ", ".join(f"{k} {verdict(v)}" for k, v in met.items())
-        + f"  ({time.perf_counter() - started:.0f}s)"
-    )
+        else:
+            log(f"[2/4] flowra {FLOWRA_093}: {plan.procs_093} process(es)")
+            try:
+                samples093, info093 = measure_093(plan, sdk_version)
+                theirs = report_093(samples093, info093, ratios)
+                saved["flowra093"] = {k: v.__dict__ for k, v in samples093.items()}
+            except (WorkerError, OSError, subprocess.SubprocessError) as exc:
+                out(f"flowra {FLOWRA_093}: not measured here: {exc}")
+                out()
+        log(f"[3/4] memory: {plan.mem_runs} runs of plugin and of bare flowra")
+        memory = measure_memory(plan.mem_runs, plan.mem_warmup, plan_path)
+        mem = report_memory(memory)
+        saved["memory"] = memory
+        if args.profile:
+            log("[4/4] profile")
+            report_profile(30 if args.quick else 100, plan_path)
+    out(f"({time.perf_counter() - started:.0f}s)")
     if args.save:
-        save(plan, samples, result093, recording, control, ratios)
-    theirs_text = f"{theirs:+.1f}%" if theirs is not None else "n/a"
+        saved["ratios"] = ratios
+        save(saved)
     out(
-        f"RESULT overhead_recording={ratios['overhead_recording']:+.1f}% "
-        f"overhead_noop={ratios['overhead_noop']:+.1f}% "
-        f"per_span_vs_raw={ratios['per_span_vs_raw']:.2f}x "
-        f"flowra093_overhead={theirs_text} "
-        f"mem_per_run={mem:+.0f} B"
+        f"overhead_vs_floor={ratios['vs_floor_median']:.2f}x overhead_vs_bare={ratios['plugin_median'] * 100:+.1f}% "
+        f"untraced={ratios['untraced_median'] * 100:+.1f}% off={ratios['off'] * 100:+.1f}% "
+        f"spans_only_us_per_span={ratios['spans_only_us_per_span']:.1f} flowra093_us_per_span={theirs:.1f} "
+        f"mem_per_run={mem:+.0f}B"
     )
     return 0
 
 
-def save(
-    plan: Plan,
-    samples: dict[str, Samples],
-    result093: Result093 | None,
-    recording: dict[str, Any],
-    control: dict[str, Any] | None,
-    ratios: dict[str, float],
-) -> None:
+def save(data: dict[str, Any]) -> None:
     folder = HERE / "results"
     folder.mkdir(exist_ok=True)
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
-    data = {
-        "plan": plan.__dict__,
-        "ratios": ratios,
-        "samples": {k: v.__dict__ for k, v in samples.items()},
-        "flowra093": None if result093 is None else {k: v.__dict__ for k, v in result093.samples.items()},
-        "memory": {"recording": recording, "bare": control},
-    }
     path = folder / f"bench-{stamp}.json"
     path.write_text(json.dumps(data))
     log(f"raw results: {path.relative_to(ROOT)}")

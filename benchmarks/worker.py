@@ -1,40 +1,41 @@
 """One benchmark process on flowra 0.0.8, started by ``run.py``; prints one JSON object on stdout.
 
-    python benchmarks/worker.py time --variants unpatched,patched,nosdk,nometrics,recording,raw,rawmetrics --runs 100
-    python benchmarks/worker.py time --variants offbare,noop --runs 100
-    python benchmarks/worker.py time --variants bare --runs 100
-    python benchmarks/worker.py memory --variant recording --runs 300
-    python benchmarks/worker.py profile --variant recording --runs 200
+    python benchmarks/worker.py capture --out PLAN.pickle [--iterations 20]
+    python benchmarks/worker.py serve --variants bare,floor,floor_spans --plan PLAN.pickle --block 5
+    python benchmarks/worker.py serve --variants untraced,plugin,spans_only --block 5
+    python benchmarks/worker.py serve --variants offbare,off --block 5
+    python benchmarks/worker.py memory --variant plugin --runs 10000
+    python benchmarks/worker.py profile --variant plugin --runs 200
 
-Variants:
+It uses the plugin only through its public API (``OtelHooks``, added to a ``HookRegistry``, and
+the providers it is given), so it keeps measuring the same thing whatever the plugin's internals.
 
-* ``bare``       flowra alone, in a process that never imports ``flowra_otel`` (checked).
-* ``noop``       ``OtelHooks(tracer_provider=NoOpTracerProvider(), meter_provider=NoOpMeterProvider())``,
-                 in a process where no other ``OtelHooks`` exists: tracing switched off.
-* ``offbare``    flowra alone, beside ``noop`` in that process.
-* ``unpatched``  flowra alone, in a process that uses the plugin, with its patches taken off
-                 (``flowra_otel.patches.uninstall()``) for the length of each of its blocks:
-                 the same code as ``bare``, measured side by side with the others.
-* ``patched``    an ``OtelHooks`` exists (so flowra's classes are patched for the whole process)
-                 but none is on this runtime's registry.
-* ``recording``  ``OtelHooks`` with a recording SDK ``TracerProvider`` (``BatchSpanProcessor`` into
-                 a dropping exporter) and an SDK ``MeterProvider`` with an ``InMemoryMetricReader``.
-* ``nosdk``      an enabled ``OtelHooks`` whose providers hand out no-op tracers and meters (not the
-                 API's no-op provider classes, which the plugin recognises): the plugin's own work
-                 with none of the SDK's.
-* ``nometrics``  ``recording``'s tracer provider with a ``NoOpMeterProvider``: ``recording`` minus
-                 this is what the metrics cost.
-* ``raw``        no flowra: the 42 spans of one ``recording`` run (names, kinds, attributes,
-                 parent) recreated with ``start_span`` / ``set_attributes`` / ``end`` on a set-up
-                 like ``recording``'s; one "run" is one such trace.
-* ``rawmetrics`` no flowra: the 86 histogram records of one ``recording`` run (instrument,
-                 boundaries, attributes), repeated with ``Histogram.record`` on a ``MeterProvider``
-                 with an ``InMemoryMetricReader``; one "run" is one run's records.
+Variants (three kinds of process, because creating an ``OtelHooks`` that can record changes flowra
+for the whole process):
 
-``time`` interleaves the variants in blocks of ``--block`` runs (rotating which goes first), so
-slow drifts and bursts of machine noise hit them all alike. A variant with a
-``BatchSpanProcessor`` flushes it at the end of each of its blocks, inside the timing: the export
-work of its spans is charged to it, not to whichever block the processor's thread wakes up in.
+* ``bare``         flowra alone, in a process that never imports ``flowra_otel`` (checked).
+* ``floor``        bare flowra + :class:`floor.Floor`: plain hook handlers that make the plugin's
+                   spans and metric records (captured from one plugin run) with the raw SDK, on the
+                   plugin's SDK set-up. Same process as ``bare``.
+* ``floor_spans``  the same without the metric records (the floor of ``spans_only``).
+* ``plugin``       ``OtelHooks`` with a recording SDK ``TracerProvider`` (``BatchSpanProcessor``
+                   into a dropping exporter) and an SDK ``MeterProvider`` with an
+                   ``InMemoryMetricReader``.
+* ``spans_only``   the same tracer provider, no metrics: ``OtelHooks(metrics=False)`` when the
+                   constructor has that option, else a ``NoOpMeterProvider``.
+* ``untraced``     no ``OtelHooks`` on this runtime's registry, while another registry of the
+                   process has a recording one (the plugin is installed, this run is not traced).
+                   Same process as ``plugin``.
+* ``off``          ``OtelHooks(tracer_provider=NoOpTracerProvider(), meter_provider=NoOpMeterProvider())``
+                   in a process with no other ``OtelHooks``: tracing switched off.
+* ``offbare``      bare flowra beside ``off`` (if creating ``off`` changed any flowra class, the
+                   result says so and ``off`` is compared with ``bare`` instead).
+
+``serve`` runs blocks of ``--block`` runs of the variant ``run.py`` names on stdin, one at a time,
+so that variants of different processes are interleaved block by block (see :func:`serve`). A
+variant with a ``BatchSpanProcessor`` flushes it at the end of each block, inside the timing, so
+the export work of its spans is charged to it. ``--concurrency N`` makes one "run" N concurrent
+runs of the runtime (``asyncio.gather``).
 """
 
 from __future__ import annotations
@@ -44,239 +45,213 @@ import array
 import asyncio
 import cProfile
 import gc
-import io
+import inspect
 import json
+import pickle
 import pstats
 import sys
 import time
 import tracemalloc
-import types
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any
 
+import floor
 import workload
 from flowra.agent import HookRegistry
 
-VARIANTS = ("bare", "offbare", "noop", "unpatched", "patched", "nosdk", "nometrics", "recording", "raw", "rawmetrics")
-PATCHED_VARIANTS = frozenset({"patched", "nosdk", "nometrics", "recording"})
-"""Variants of the plugin process that need the patches in (``unpatched`` blocks take them off)."""
+FLOOR_VARIANTS = ("bare", "floor", "floor_spans")
+PLUGIN_VARIANTS = ("untraced", "plugin", "spans_only")
+OFF_VARIANTS = ("offbare", "off")
+VARIANTS = FLOOR_VARIANTS + PLUGIN_VARIANTS + OFF_VARIANTS
 
 type RunFn = Callable[[], Awaitable[object]]
 
 
 class Setup:
-    """A variant made ready: ``run()`` is one run; ``before_block`` sets the patch state it needs."""
+    """A variant made ready: ``run()`` is one run (or ``concurrency`` concurrent ones)."""
 
-    def __init__(self, name: str, run: RunFn, sdk: workload.RecordingSdk | None) -> None:
+    def __init__(
+        self, name: str, run: RunFn, sdk: workload.RecordingSdk | None, keep: object = None, info: str = ""
+    ) -> None:
         self.name = name
+        self.info = info  # how the variant was made, where that varies (spans_only)
         self.run = run
         self.sdk = sdk
-        self.metric_records: int | None = None  # rawmetrics: histogram records per run
+        self.keep = keep  # objects that must stay alive for the variant (an unused OtelHooks)
 
-    def before_block(self) -> None:
-        if self.name != "unpatched" and self.name not in PATCHED_VARIANTS:
-            return
-        from flowra_otel import patches
-
-        if self.name == "unpatched":
-            patches.uninstall()
-        else:
-            patches.install()
-
-    def after_block(self) -> None:
+    def flush(self) -> None:
         if self.sdk is not None:
             self.sdk.tracer_provider.force_flush()
 
-    def spans_emitted(self) -> int | None:
-        if self.sdk is None or self.name == "rawmetrics":
-            return None
-        return self.sdk.exported_spans()
+
+def make_hooks(tracer_provider: Any, meter_provider: Any) -> Any:
+    """``OtelHooks(tracer_provider=..., meter_provider=...)``: the plugin as an app creates it."""
+    from flowra_otel import OtelHooks
+
+    return OtelHooks(tracer_provider=tracer_provider, meter_provider=meter_provider)
 
 
-def _noop_providers() -> tuple[Any, Any]:
+def make_spans_only_hooks(tracer_provider: Any) -> tuple[Any, str]:
+    """The plugin with spans and no metrics: ``metrics=False`` where the constructor has it."""
     from opentelemetry.metrics import NoOpMeterProvider
-    from opentelemetry.trace import NoOpTracerProvider
-
-    return NoOpTracerProvider(), NoOpMeterProvider()
-
-
-async def make_setup(variant: str) -> Setup:
-    if variant in {"raw", "rawmetrics"}:
-        return await _raw_setup(variant)
-    hooks = HookRegistry()
-    sdk: workload.RecordingSdk | None = None
-    if variant in {"patched", "unpatched"}:
-        from flowra_otel import OtelHooks, patches
-
-        if variant == "unpatched" and not (callable(getattr(patches, "uninstall", None))):
-            raise RuntimeError("flowra_otel.patches.uninstall() is not available")
-        # Any OtelHooks that can record patches flowra for the whole process; this one is unused.
-        # (One with no-op tracer *and* meter providers patches nothing, so it would not do.)
-        from opentelemetry.sdk.trace import TracerProvider
-
-        OtelHooks(tracer_provider=TracerProvider(), meter_provider=_noop_providers()[1])
-        if type(HookRegistry.__dict__["emit"]) is types.FunctionType:
-            raise RuntimeError("creating an OtelHooks did not patch HookRegistry.emit")
-    elif variant == "recording":
-        from flowra_otel import OtelHooks
-
-        sdk = workload.RecordingSdk.create()
-        hooks.add(OtelHooks(tracer_provider=sdk.tracer_provider, meter_provider=sdk.meter_provider))
-    elif variant == "nometrics":
-        from flowra_otel import OtelHooks
-
-        sdk = workload.RecordingSdk.create()
-        hooks.add(OtelHooks(tracer_provider=sdk.tracer_provider, meter_provider=_noop_providers()[1]))
-    elif variant == "nosdk":
-        from flowra_otel import OtelHooks
-
-        hooks.add(
-            OtelHooks(
-                tracer_provider=workload.OpaqueNoOpTracerProvider(), meter_provider=workload.OpaqueNoOpMeterProvider()
-            )
-        )
-    elif variant == "noop":
-        from flowra_otel import OtelHooks
-
-        tracer_provider, meter_provider = _noop_providers()
-        hooks.add(OtelHooks(tracer_provider=tracer_provider, meter_provider=meter_provider))
-    elif variant not in {"bare", "offbare"}:
-        raise ValueError(f"unknown variant {variant!r}")
-    runtime = await workload.build_runtime(hooks)
-    setup = Setup(variant, lambda: workload.run_once(runtime), sdk)
-    setup.before_block()
-    await workload.check_run(runtime)
-    return setup
-
-
-async def _raw_setup(variant: str) -> Setup:
-    """Capture the spans and metric records of one real traced run, then replay them with the bare SDK."""
-    from opentelemetry.sdk.metrics import MeterProvider
-    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from flowra_otel import OtelHooks
 
-    capture = InMemorySpanExporter()
-    capture_provider = TracerProvider()
-    capture_provider.add_span_processor(SimpleSpanProcessor(capture))
-    capture_reader = InMemoryMetricReader()
-    capture_meters = MeterProvider(metric_readers=[capture_reader])
+    if "metrics" in inspect.signature(OtelHooks).parameters:
+        options: dict[str, Any] = {"metrics": False}  # the option, where this version has it
+        return OtelHooks(tracer_provider=tracer_provider, **options), "metrics=False"
+    return OtelHooks(tracer_provider=tracer_provider, meter_provider=NoOpMeterProvider()), "NoOpMeterProvider()"
+
+
+def flowra_fingerprint() -> dict[str, int]:
+    """The identity of every attribute of every class defined in flowra's modules: creating an
+    ``OtelHooks`` that patches flowra changes some of them (public check, no plugin internals)."""
+    prints: dict[str, int] = {}
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == "flowra" or name.startswith("flowra.")):
+            continue
+        for cls in list(vars(module).values()):
+            if isinstance(cls, type) and cls.__module__ == name:
+                for attr, value in list(vars(cls).items()):
+                    prints[f"{name}.{cls.__qualname__}.{attr}"] = id(value)
+    return prints
+
+
+def _runner(runtime: Any, concurrency: int, begin: Callable[[], None] | None) -> RunFn:
+    async def one() -> object:
+        if begin is not None:
+            begin()
+        return await workload.run_once(runtime)
+
+    if concurrency == 1:
+        return one
+
+    async def many() -> object:
+        return await asyncio.gather(*(one() for _ in range(concurrency)))
+
+    return many
+
+
+async def make_setup(variant: str, iterations: int, concurrency: int, plan: floor.Plan | None) -> Setup:
     hooks = HookRegistry()
-    hooks.add(OtelHooks(tracer_provider=capture_provider, meter_provider=capture_meters))
-    await workload.run_once(await workload.build_runtime(hooks))
-    shapes = workload.capture_span_shapes(capture.get_finished_spans())
-    records = workload.capture_metric_records(capture_reader.get_metrics_data())
-    capture_provider.shutdown()
-    capture_meters.shutdown()
-    if len(shapes) != workload.SPANS_PER_RUN:
-        raise RuntimeError(f"a traced run emitted {len(shapes)} spans, expected {workload.SPANS_PER_RUN}")
+    sdk: workload.RecordingSdk | None = None
+    begin: Callable[[], None] | None = None
+    keep: object = None
+    info = ""
+    if variant in {"floor", "floor_spans"}:
+        if plan is None:
+            raise ValueError(f"{variant} needs --plan (made by the capture mode)")
+        if plan.iterations != iterations:
+            raise ValueError(f"the plan is of {plan.iterations} iterations, not {iterations}")
+        sdk = workload.RecordingSdk.create()
+        meters = sdk.meter_provider if variant == "floor" else None
+        hooks.add(floor.Floor(plan, sdk.tracer_provider, meters))
+        begin = floor.Floor.begin_run
+    elif variant == "plugin":
+        sdk = workload.RecordingSdk.create()
+        hooks.add(make_hooks(sdk.tracer_provider, sdk.meter_provider))
+    elif variant == "spans_only":
+        sdk = workload.RecordingSdk.create()
+        spans_only, info = make_spans_only_hooks(sdk.tracer_provider)
+        hooks.add(spans_only)
+    elif variant == "untraced":
+        # The plugin is installed and recording elsewhere in the process; this registry has none.
+        other_sdk = workload.RecordingSdk.create()
+        other = HookRegistry()
+        other.add(make_hooks(other_sdk.tracer_provider, other_sdk.meter_provider))
+        keep = (other, other_sdk)
+    elif variant == "off":
+        from opentelemetry.metrics import NoOpMeterProvider
+        from opentelemetry.trace import NoOpTracerProvider
 
-    sdk = workload.RecordingSdk.create()
-    if variant == "rawmetrics":
-        histograms = workload.make_histograms(sdk.meter_provider.get_meter("flowra_otel.benchmark.raw"), records)
+        hooks.add(make_hooks(NoOpTracerProvider(), NoOpMeterProvider()))
+    elif variant not in {"bare", "offbare"}:
+        raise ValueError(f"unknown variant {variant!r}")
+    runtime = await workload.build_runtime(hooks, iterations)
+    if begin is not None:
+        begin()
+    await workload.check_run(runtime, iterations)
+    return Setup(variant, _runner(runtime, concurrency, begin), sdk, keep, info)
 
-        async def run_metrics() -> object:
-            workload.record_raw_metrics(histograms, records)
-            return len(records)
 
-        setup = Setup(variant, run_metrics, sdk)
-        setup.metric_records = len(records)
-        return setup
-
-    tracer = sdk.tracer_provider.get_tracer("flowra_otel.benchmark.raw")
-
-    async def run() -> object:
-        workload.emit_raw_spans(tracer, shapes)
+def load_plan(path: str | None) -> floor.Plan | None:
+    if not path:
         return None
-
-    return Setup(variant, run, sdk)
-
-
-class GcMeter:
-    """Time spent in the cyclic garbage collector, charged to the variant whose block is running."""
-
-    def __init__(self) -> None:
-        self.current: str | None = None
-        self.ns: dict[str, int] = {}
-        self.collections: dict[str, list[int]] = {}
-        self._start = 0
-
-    def __call__(self, phase: str, info: dict[str, int]) -> None:
-        if self.current is None:
-            return
-        if phase == "start":
-            self._start = time.perf_counter_ns()
-            return
-        self.ns[self.current] = self.ns.get(self.current, 0) + time.perf_counter_ns() - self._start
-        self.collections.setdefault(self.current, [0, 0, 0])[info["generation"]] += 1
+    plan: floor.Plan = pickle.loads(Path(path).read_bytes())
+    return plan
 
 
-async def time_runs(variants: list[str], runs: int, warmup: int, block: int) -> dict[str, Any]:
-    if "bare" in variants and len(variants) > 1:
-        raise ValueError("'bare' runs alone, in a process that never imports flowra_otel")
-    setups = [await make_setup(v) for v in variants]
-    meter = GcMeter()
-    gc.callbacks.append(meter)
-    for setup in setups:
-        setup.before_block()
+async def serve(
+    variants: list[str], warmup: int, block: int, iterations: int, concurrency: int, plan_path: str | None
+) -> dict[str, Any]:
+    """Set the variants up, then run one block of ``block`` runs per command read from stdin.
+
+    ``run.py`` keeps one such process of each kind alive and sends the blocks to them in turn, so
+    the variants of different processes are interleaved block by block, and a burst of load on
+    the (shared) machine hits them alike. Protocol: a ``{"ready": ...}`` line once set up; then per
+    ``run VARIANT`` line one ``{"cpu_ns": [...], "wall_ns": [...]}`` line (the block's runs, CPU
+    time of the whole process, with the block's span flush spread over its runs); ``end`` ends it.
+    """
+    kinds = {frozenset(FLOOR_VARIANTS), frozenset(PLUGIN_VARIANTS), frozenset(OFF_VARIANTS)}
+    if not any(set(variants) <= kind for kind in kinds):
+        raise ValueError(f"{variants}: variants of one process kind only (see the module's docstring)")
+    plan = load_plan(plan_path)
+    if plan is not None and any(v.startswith("floor") for v in variants):
+        await floor.verify(plan)  # the floor makes the very telemetry the plugin made
+    before = flowra_fingerprint()
+    setups = {v: await make_setup(v, iterations, concurrency, plan) for v in variants}
+    changed = sorted(k for k, v in flowra_fingerprint().items() if before.get(k, v) != v)
+    for setup in setups.values():
         for _ in range(warmup):
             await setup.run()
-        setup.after_block()
+        setup.flush()
     gc.collect()
-    wall: dict[str, list[int]] = {s.name: [] for s in setups}
-    cpu: dict[str, list[int]] = {s.name: [] for s in setups}
+    _reply({"ready": variants})
     wall_clock, cpu_clock = time.perf_counter_ns, time.process_time_ns
-    for index in range(max(1, runs // block)):
-        first = index % len(setups)
-        for setup in setups[first:] + setups[:first]:
-            setup.before_block()
-            meter.current = setup.name
-            block_wall: list[int] = []
-            block_cpu: list[int] = []
-            for _ in range(block):
-                start_cpu, start = cpu_clock(), wall_clock()
-                await setup.run()
-                end = wall_clock()
-                block_cpu.append(cpu_clock() - start_cpu)
-                block_wall.append(end - start)
-            if setup.sdk is not None:  # the spans still queued are this block's: their export is its cost
-                start_cpu, start = cpu_clock(), wall_clock()
-                setup.after_block()
-                flush_wall, flush_cpu = wall_clock() - start, cpu_clock() - start_cpu
-                block_wall = [t + flush_wall // block for t in block_wall]
-                block_cpu = [t + flush_cpu // block for t in block_cpu]
-            meter.current = None
-            wall[setup.name].extend(block_wall)
-            cpu[setup.name].extend(block_cpu)
-    gc.callbacks.remove(meter)
-    timed = max(1, runs // block) * block
-    total_runs = 1 + warmup + timed  # check_run + warm-up + timed
+    timed = 0
+    for line in sys.stdin:
+        command = line.split()
+        if not command or command[0] == "end":
+            break
+        setup = setups[command[1]]
+        block_cpu: list[int] = []
+        block_wall: list[int] = []
+        for _ in range(block):
+            start_cpu, start = cpu_clock(), wall_clock()
+            await setup.run()
+            end = wall_clock()
+            block_cpu.append(cpu_clock() - start_cpu)
+            block_wall.append(end - start)
+        if setup.sdk is not None:  # the spans still queued are this block's: their export is its cost
+            start_cpu, start = cpu_clock(), wall_clock()
+            setup.flush()
+            flush_cpu, flush_wall = cpu_clock() - start_cpu, wall_clock() - start
+            block_cpu = [t + flush_cpu // block for t in block_cpu]
+            block_wall = [t + flush_wall // block for t in block_wall]
+        timed += block
+        _reply({"cpu_ns": block_cpu, "wall_ns": block_wall})
+    blocks_per_variant = timed // max(1, len(setups))
+    total = 1 + (warmup + blocks_per_variant) * concurrency  # check_run, then warm-up and timed "runs"
     spans: dict[str, float | None] = {}
-    for setup in setups:
-        emitted = setup.spans_emitted()
-        replay = setup.name in {"raw", "rawmetrics"}  # no check_run
-        spans[setup.name] = None if emitted is None else emitted / (total_runs - replay)
+    for setup in setups.values():
+        spans[setup.name] = None
         if setup.sdk is not None:
+            spans[setup.name] = setup.sdk.exported_spans() / total
             setup.sdk.shutdown()
-    imported = "flowra_otel" in sys.modules
-    if variants == ["bare"] and imported:
-        raise RuntimeError("the bare variant's process imported flowra_otel")
-    patched = type(HookRegistry.__dict__["emit"]) is not types.FunctionType
+    if set(variants) <= set(FLOOR_VARIANTS) and "flowra_otel" in sys.modules:
+        raise RuntimeError("the floor process imported flowra_otel")
     return {
-        "wall_ns": wall,
-        "cpu_ns": cpu,
         "spans_per_run": spans,
-        "gc_ns_per_run": {s.name: meter.ns.get(s.name, 0) / timed for s in setups},
-        "gc_collections_per_run": {
-            s.name: [n / timed for n in meter.collections.get(s.name, [0, 0, 0])] for s in setups
-        },
-        "metric_records_per_run": {s.name: s.metric_records for s in setups if s.metric_records is not None},
-        "flowra_otel_imported": imported,
-        "flowra_patched_at_end": patched,
+        "info": {s.name: s.info for s in setups.values() if s.info},
+        "flowra_changed": changed[:20],
+        "flowra_changed_count": len(changed),
     }
+
+
+def _reply(data: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(data) + "\n")
+    sys.stdout.flush()
 
 
 def _slope(xs: Sequence[float], ys: Sequence[float]) -> float:
@@ -287,7 +262,9 @@ def _slope(xs: Sequence[float], ys: Sequence[float]) -> float:
     return sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / var if var else 0.0
 
 
-async def memory_runs(variant: str, runs: int, warmup: int, checkpoints: int = 20) -> dict[str, Any]:
+async def memory_runs(
+    variant: str, runs: int, warmup: int, iterations: int, plan_path: str | None, checkpoints: int = 20
+) -> dict[str, Any]:
     """Traced-memory growth per run over ``runs`` runs that follow ``warmup`` runs.
 
     tracemalloc runs from before the set-up: had it started after the warm-up, every entry that a
@@ -297,21 +274,20 @@ async def memory_runs(variant: str, runs: int, warmup: int, checkpoints: int = 2
     traced size; the growth per run is the least-squares slope through those points.
     """
     tracemalloc.start(1)
-    setup = await make_setup(variant)
+    setup = await make_setup(variant, iterations, 1, load_plan(plan_path))
     for _ in range(warmup):
         await setup.run()
 
     def traced_now() -> int:
-        setup.after_block()
+        setup.flush()
         gc.collect()
         return tracemalloc.get_traced_memory()[0]
 
     step = max(1, runs // checkpoints)
     marks = [*range(0, runs, step), runs]
-    # Preallocated doubles: the measurement itself allocates nothing between checkpoints.
-    xs = array.array("d", marks)
+    xs = array.array("d", marks)  # preallocated: the measurement allocates nothing between checkpoints
     ys = array.array("d", [0.0]) * len(marks)
-    before = tracemalloc.take_snapshot()
+    snapshot = tracemalloc.take_snapshot()
     ys[0] = traced_now()
     start = time.perf_counter()
     for index in range(1, len(marks)):
@@ -323,8 +299,8 @@ async def memory_runs(variant: str, runs: int, warmup: int, checkpoints: int = 2
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     top = [
-        {"where": str(stat.traceback[0]), "bytes": stat.size_diff, "blocks": stat.count_diff}
-        for stat in after.compare_to(before, "lineno")
+        {"where": _short(str(stat.traceback[0])), "bytes": stat.size_diff}
+        for stat in after.compare_to(snapshot, "lineno")
         if stat.size_diff > 0 and not stat.traceback[0].filename.endswith("tracemalloc.py")
     ][:5]
     if setup.sdk is not None:
@@ -335,55 +311,49 @@ async def memory_runs(variant: str, runs: int, warmup: int, checkpoints: int = 2
         "warmup": warmup,
         "slope_bytes_per_run": _slope(xs, ys),
         "growth_bytes": ys[-1] - ys[0],
-        "checkpoints": [[int(x), int(y)] for x, y in zip(xs, ys, strict=True)],
         "peak_traced_bytes": peak,
         "seconds": elapsed,
         "top_growth": top,
     }
 
 
-async def profile_runs(variant: str, runs: int, warmup: int, top: int) -> dict[str, Any]:
-    """cProfile over ``runs`` runs: self time by package, the heaviest functions, flowra_otel's tree."""
-    setup = await make_setup(variant)
+async def profile_runs(variant: str, runs: int, warmup: int, top: int, plan_path: str | None) -> dict[str, Any]:
+    """cProfile over ``runs`` runs, per run: self time by package; the plugin's functions by
+    self time (tottime) and by cumulative time (cumtime); the heaviest functions overall."""
+    setup = await make_setup(variant, workload.ITERATIONS, 1, load_plan(plan_path))
     for _ in range(warmup):
         await setup.run()
     profiler = cProfile.Profile()
     profiler.enable()
     for _ in range(runs):
         await setup.run()
-    setup.after_block()
+    setup.flush()
     profiler.disable()
-    stats = pstats.Stats(profiler)
-    raw: dict[tuple[str, int, str], tuple[int, int, float, float, Any]] = stats.stats  # type: ignore[attr-defined]
+    raw: dict[tuple[str, int, str], tuple[int, int, float, float, Any]] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    per_run = 1e3 / runs
     by_package: dict[str, float] = {}
-    rows: list[tuple[float, float, int, str]] = []
+    rows: list[dict[str, Any]] = []
     for (filename, line, func), (_cc, calls, tottime, cumtime, _callers) in raw.items():
         package = _package_of(filename)
-        by_package[package] = by_package.get(package, 0.0) + tottime
-        rows.append((tottime, cumtime, calls, f"{_short(filename)}:{line}({func})"))
-    rows.sort(reverse=True)
-    text = io.StringIO()
-    pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(r"flowra_otel", top)
-    per_run = 1e3 / runs
+        by_package[package] = by_package.get(package, 0.0) + tottime * per_run
+        rows.append(
+            {
+                "self_ms": tottime * per_run,
+                "cum_ms": cumtime * per_run,
+                "calls": calls / runs,
+                "where": f"{_short(filename)}:{line}({func})",
+                "package": package,
+            }
+        )
+    plugin_rows = [r for r in rows if r["package"] == "flowra_otel"]
     return {
         "variant": variant,
         "runs": runs,
-        "profiled_ms_per_run": sum(by_package.values()) * per_run,
-        "by_package_ms_per_run": {k: v * per_run for k, v in sorted(by_package.items(), key=lambda kv: -kv[1])},
-        "top_self": [
-            {"self_ms": t * per_run, "cum_ms": c * per_run, "calls": n / runs, "where": w} for t, c, n, w in rows[:top]
-        ],
-        "plugin_self": [
-            {"self_ms": t * per_run, "cum_ms": c * per_run, "calls": n / runs, "where": w}
-            for t, c, n, w in rows
-            if "flowra_otel/" in w or "opentelemetry/" in w or "wrapt/" in w
-        ][:top],
-        "flowra_otel_by_cum": [
-            {"self_ms": t * per_run, "cum_ms": c * per_run, "calls": n / runs, "where": w}
-            for t, c, n, w in sorted(rows, key=lambda r: -r[1])
-            if "flowra_otel/" in w
-        ][:top],
-        "flowra_otel_cumulative": text.getvalue(),
+        "profiled_ms_per_run": sum(by_package.values()),
+        "by_package_ms_per_run": dict(sorted(by_package.items(), key=lambda kv: -kv[1])),
+        "plugin_by_self": sorted(plugin_rows, key=lambda r: -r["self_ms"])[:top],
+        "plugin_by_cum": sorted(plugin_rows, key=lambda r: -r["cum_ms"])[:top],
+        "all_by_self": sorted(rows, key=lambda r: -r["self_ms"])[:top],
     }
 
 
@@ -396,7 +366,7 @@ def _package_of(filename: str) -> str:
         ("/flowra/", "flowra"),
         ("/wrapt/", "wrapt"),
         ("/asyncio/", "asyncio"),
-        ("/benchmarks/", "benchmark workload"),
+        ("/benchmarks/", "benchmark (workload, floor)"),
     ):
         if marker in path:
             return name
@@ -407,33 +377,55 @@ def _package_of(filename: str) -> str:
 
 def _short(filename: str) -> str:
     path = filename.replace("\\", "/")
-    for marker in ("/site-packages/", "/work/main/", "/lib/python3.13/", "/lib/python3.12/"):
+    for marker in ("/site-packages/", "/benchmarks/", "/lib/python3.13/", "/lib/python3.12/"):
         if marker in path:
             return path.split(marker, 1)[1]
+    if "/flowra_otel/" in path:
+        return "flowra_otel/" + path.split("/flowra_otel/", 1)[1]
     return path
+
+
+async def capture_plan(iterations: int, out: str) -> dict[str, Any]:
+    plan = await floor.capture(make_hooks, iterations)
+    Path(out).write_bytes(pickle.dumps(plan))  # noqa: ASYNC240 (before any timing)
+    return {
+        "iterations": iterations,
+        "spans": len(plan.spans),
+        "metric_records": len(plan.records),
+        "events_with_work": len(plan.events),
+        "plan": plan.describe().splitlines()[:8],
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=("time", "memory", "profile"))
+    parser.add_argument("mode", choices=("capture", "serve", "memory", "profile"))
     parser.add_argument("--variants", default="bare", help="comma-separated, for time")
-    parser.add_argument("--variant", choices=VARIANTS, default="recording", help="for memory and profile")
+    parser.add_argument("--variant", choices=VARIANTS, default="plugin", help="for memory and profile")
+    parser.add_argument("--plan", help="the floor's plan, made by capture")
+    parser.add_argument("--out", help="where capture writes the plan")
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--block", type=int, default=5)
+    parser.add_argument("--iterations", type=int, default=workload.ITERATIONS)
+    parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args(argv)
     result: dict[str, Any]
-    if args.mode == "time":
+    if args.mode == "capture":
+        if not args.out:
+            parser.error("capture needs --out")
+        result = asyncio.run(capture_plan(args.iterations, args.out))
+    elif args.mode == "serve":
         variants = [v.strip() for v in args.variants.split(",") if v.strip()]
         unknown = [v for v in variants if v not in VARIANTS]
         if unknown:
             parser.error(f"unknown variants {unknown}")
-        result = asyncio.run(time_runs(variants, args.runs, args.warmup, args.block))
+        result = asyncio.run(serve(variants, args.warmup, args.block, args.iterations, args.concurrency, args.plan))
     elif args.mode == "memory":
-        result = asyncio.run(memory_runs(args.variant, args.runs, args.warmup))
+        result = asyncio.run(memory_runs(args.variant, args.runs, args.warmup, args.iterations, args.plan))
     else:
-        result = asyncio.run(profile_runs(args.variant, args.runs, args.warmup, args.top))
+        result = asyncio.run(profile_runs(args.variant, args.runs, args.warmup, args.top, args.plan))
     json.dump(result, sys.stdout)
     sys.stdout.write("\n")
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
 
 from flowra.agent import HookRegistry
 from flowra.lib import LLMConfig
@@ -31,13 +30,10 @@ from flowra.llm import (
 )
 from flowra.runtime import AgentRuntime
 from flowra.tools import ToolRegistry, get_local_tool, tool
-from opentelemetry import metrics, trace
-from opentelemetry.metrics import Meter
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import Histogram, InMemoryMetricReader, MetricsData
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-from opentelemetry.trace import SpanKind, Tracer
 
 ITERATIONS = 20
 """LLM calls per run that ask for a tool call; one more LLM call then answers."""
@@ -107,6 +103,11 @@ async def run_once(runtime: AgentRuntime) -> object:
     return await runtime.run(agent=AGENT, spec=ToolLoopSpec(user_message=USER_MESSAGE))
 
 
+def spans_per_run(iterations: int) -> int:
+    """invoke_agent + one chat per LLM call + one execute_tool per tool call."""
+    return 1 + (iterations + 1) + iterations
+
+
 async def check_run(runtime: AgentRuntime, iterations: int = ITERATIONS) -> None:
     """Fail loudly if the workload is not the one described (a broken tool would make runs short)."""
     result = await run_once(runtime)
@@ -135,7 +136,7 @@ class DropSpanExporter(SpanExporter):
 
 @dataclasses.dataclass
 class RecordingSdk:
-    """Variant (b)'s set-up: a recording ``TracerProvider`` with a ``BatchSpanProcessor`` into a
+    """The plugin's (and the floor's) set-up: a recording ``TracerProvider`` with a ``BatchSpanProcessor`` into a
     dropping exporter, and a ``MeterProvider`` whose ``InMemoryMetricReader`` makes every
     measurement really aggregated (a provider without readers would skip that work)."""
 
@@ -159,125 +160,3 @@ class RecordingSdk:
     def shutdown(self) -> None:
         self.tracer_provider.shutdown()
         self.meter_provider.shutdown()
-
-
-# ------------------------------------------------------------------------------------------ raw spans
-
-
-@dataclasses.dataclass(frozen=True)
-class SpanShape:
-    """One span as the plugin emitted it: what variant (d) recreates with the bare SDK."""
-
-    name: str
-    kind: SpanKind
-    attributes: dict[str, Any]
-    parent: int | None  # index of the parent in the run's list; None for the root
-
-
-def capture_span_shapes(spans: Sequence[ReadableSpan]) -> list[SpanShape]:
-    """The spans of one traced run, parents first (as they are started), with their final attributes."""
-    by_id = {s.context.span_id: i for i, s in enumerate(spans) if s.context is not None}
-    ordered = sorted(range(len(spans)), key=lambda i: spans[i].start_time or 0)
-    position = {old: new for new, old in enumerate(ordered)}
-    shapes: list[SpanShape] = []
-    for old in ordered:
-        span = spans[old]
-        parent_index = by_id.get(span.parent.span_id) if span.parent is not None else None
-        shapes.append(
-            SpanShape(
-                name=span.name,
-                kind=span.kind,
-                attributes=dict(span.attributes or {}),
-                parent=position[parent_index] if parent_index is not None else None,
-            )
-        )
-    if shapes[0].parent is not None or any(s.parent != 0 for s in shapes[1:]):
-        raise RuntimeError("expected one root span with every other span as its child")
-    return shapes
-
-
-def emit_raw_spans(tracer: Tracer, shapes: Sequence[SpanShape]) -> None:
-    """Variant (d): the same spans with ``start_span`` / ``set_attributes`` / ``end`` and nothing else.
-
-    The root stays open while its children start and end (as in a real run), then ends last.
-    Every other span is a child of the root, as in the plugin's trace of a tool loop.
-    """
-    root = tracer.start_span(shapes[0].name, kind=shapes[0].kind)
-    root.set_attributes(shapes[0].attributes)
-    parent_context = trace.set_span_in_context(root)
-    for shape in shapes[1:]:
-        span = tracer.start_span(shape.name, context=parent_context, kind=shape.kind)
-        span.set_attributes(shape.attributes)
-        span.end()
-    root.end()
-
-
-# ------------------------------------------------------------------------------------------ raw metrics
-
-
-@dataclasses.dataclass(frozen=True)
-class MetricRecord:
-    """One histogram record of a traced run: what variant (f) repeats with the bare SDK."""
-
-    instrument: str
-    unit: str
-    boundaries: tuple[float, ...]
-    value: float
-    attributes: dict[str, Any]
-
-
-def capture_metric_records(data: MetricsData | None) -> list[MetricRecord]:
-    """The histogram records of one traced run, rebuilt from an ``InMemoryMetricReader``'s points
-    (each point's ``count`` records, at the point's mean value, with its attributes)."""
-    records: list[MetricRecord] = []
-    for resource in data.resource_metrics if data is not None else ():
-        for scope in resource.scope_metrics:
-            for metric in scope.metrics:
-                if not isinstance(metric.data, Histogram):
-                    raise RuntimeError(f"{metric.name}: only histograms are replayed")
-                for point in metric.data.data_points:
-                    value = point.sum / point.count if point.count else 0.0
-                    record = MetricRecord(
-                        metric.name,
-                        metric.unit or "",
-                        tuple(point.explicit_bounds),
-                        value,
-                        dict(point.attributes or {}),
-                    )
-                    records.extend([record] * point.count)
-    return records
-
-
-def make_histograms(meter: Meter, records: Sequence[MetricRecord]) -> dict[str, Any]:
-    histograms: dict[str, Any] = {}
-    for r in records:
-        if r.instrument not in histograms:
-            histograms[r.instrument] = meter.create_histogram(
-                r.instrument, unit=r.unit, explicit_bucket_boundaries_advisory=list(r.boundaries)
-            )
-    return histograms
-
-
-def record_raw_metrics(histograms: dict[str, Any], records: Sequence[MetricRecord]) -> None:
-    """Variant (f): the run's histogram records with ``Histogram.record`` and nothing else; each
-    with a fresh attributes dict, as an instrumentation builds them."""
-    for r in records:
-        histograms[r.instrument].record(r.value, dict(r.attributes))
-
-
-# ------------------------------------------------------------------------------------------ no-op, opaque
-
-
-class OpaqueNoOpTracerProvider(trace.TracerProvider):
-    """Hands out no-op tracers without being ``NoOpTracerProvider``: an ``OtelHooks`` given it stays
-    enabled and does all its own work, while the spans cost nothing."""
-
-    def get_tracer(self, *args: Any, **kwargs: Any) -> Tracer:
-        return trace.NoOpTracer()
-
-
-class OpaqueNoOpMeterProvider(metrics.MeterProvider):
-    """The same for metrics: no-op meters from a provider the plugin cannot tell from a real one."""
-
-    def get_meter(self, *args: Any, **kwargs: Any) -> Meter:
-        return metrics.NoOpMeter("flowra_otel.benchmark")
