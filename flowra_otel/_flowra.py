@@ -29,6 +29,7 @@ __all__ = [
     "DELTA_EVENTS",
     "EXECUTE_NODE",
     "INTERRUPTED_TYPE",
+    "INTERRUPT_EXCEPTIONS",
     "SPAN_EVENTS",
     "SPAWN_TYPE",
     "TRACED_EVENTS",
@@ -99,9 +100,21 @@ CONTINUATION_TYPES: Final[tuple[type[Any], ...]] = tuple(
 
 SPAWN_TYPE: Final[type[Any]] = _agent.Spawn
 
-INTERRUPTED_TYPE: Final[type[Any] | None] = getattr(_agent, "Interrupted", None)
-"""flowra >= 0.0.8 returns ``Interrupted()`` from an interrupted step; older versions return a
-``ToolLoopResult`` with status ``interrupted``."""
+_INTERRUPTED: Any = getattr(_agent, "Interrupted", None)
+
+INTERRUPTED_TYPE: Final[type[Any] | None] = (
+    _INTERRUPTED if isinstance(_INTERRUPTED, type) and not issubclass(_INTERRUPTED, BaseException) else None
+)
+"""flowra 0.0.8 returns ``Interrupted()`` from an interrupted step; older versions return a
+``ToolLoopResult`` with status ``interrupted`` (0.0.3 - 0.0.6) or raise (0.0.7)."""
+
+INTERRUPT_EXCEPTIONS: Final[tuple[type[BaseException], ...]] = tuple(
+    t
+    for t in (_INTERRUPTED, getattr(_agent, "InterruptedError", None))
+    if isinstance(t, type) and issubclass(t, BaseException)
+)
+"""What an interrupted step raises: ``Interrupted`` on flowra 0.0.7 (its engine then ends the run),
+``InterruptedError`` inside 0.0.8's steps (its engine turns it into an ``Interrupted()`` result)."""
 
 
 def parent_of(node: Any) -> Any:

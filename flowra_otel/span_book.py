@@ -37,6 +37,7 @@ from . import attributes, durable, semconv
 from ._flowra import (
     CONTINUATION_TYPES,
     DELTA_EVENTS,
+    INTERRUPT_EXCEPTIONS,
     INTERRUPTED_TYPE,
     SPAN_EVENTS,
     HookRegistry,
@@ -121,6 +122,7 @@ class SpanBook:
         "closed",
         "content",
         "conversation_id",
+        "interrupted",
         "persist_pending",
         "resumed_from",
         "root_span",
@@ -134,6 +136,7 @@ class SpanBook:
         self.agents: dict[int, AgentInvocation] = {}
         self.content: dict[int, ContentRenderer] = {}  # per OtelHooks with capture on: one renderer per run
         self.closed = False
+        self.interrupted = False  # a step raised flowra's interrupt (0.0.7 then ends the whole run)
         self.storage = storage  # flowra SessionStorage of a durable run, where the trace link is kept
         self.persist_pending = False
         self.root_span: Span | None = None
@@ -359,6 +362,11 @@ class SpanBook:
             agent.end_chat(withhold_output=exc is not None)
         if isinstance(exc, asyncio.CancelledError):
             return  # the run itself is being cancelled or timed out; finish() knows which
+        if isinstance(exc, INTERRUPT_EXCEPTIONS):  # a requested stop, not a failure
+            self.interrupted = True
+            if agent is not None:
+                self._end_agent(agent, None, reason=semconv.END_INTERRUPTED)
+            return
         if exc is not None:
             if agent is not None:
                 self._end_agent(agent, exc, reason=semconv.END_ERROR)
@@ -396,7 +404,7 @@ class SpanBook:
         self.closed = True
         error: BaseException | None
         if exc is None:
-            reason, error = semconv.END_RUN_ENDED, None
+            reason, error = (semconv.END_INTERRUPTED if self.interrupted else semconv.END_RUN_ENDED), None
         elif isinstance(exc, TimeoutError):
             reason, error = semconv.END_TIMED_OUT, exc
         elif isinstance(exc, asyncio.CancelledError):
