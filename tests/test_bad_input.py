@@ -28,7 +28,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from flowra_otel import OtelHooks, semconv
-from flowra_otel.content import DEFAULT_MAX_CONTENT_LENGTH, TRUNCATION_MARKER
+from flowra_otel.bounded_json import CIRCULAR, MAX_DEPTH, TOO_DEEP
+from flowra_otel.content import DEFAULT_MAX_CONTENT_LENGTH, MESSAGE_OMITTED, OMITTED_MESSAGES, TRUNCATION_MARKER
+from tests.conftest import wrapped_result
 from tests.flowra_support import (
     ScriptedProvider,
     ScriptStep,
@@ -43,6 +45,7 @@ from tests.flowra_support import (
     usage,
 )
 from tests.otlp_receiver import OtlpReceiver
+from tests.test_content_pipeline import HISTORY_FLOOR, valid
 
 MakeHooks = Callable[..., OtelHooks]
 Handler = Callable[[ToolExecutionContext], Awaitable[ToolResult]]
@@ -112,8 +115,10 @@ def marker_for(total: int, limit: int) -> str:
 
 
 def assert_every_string_bounded(exporter: InMemorySpanExporter, limit: int) -> None:
-    """No attribute may exceed the limit plus the longest marker this test could produce."""
-    bound = limit + len(marker_for(10**12, 0))
+    """No attribute may exceed the limit plus the longest marker this test could produce (a plain
+    text value is cut at the limit and gets the marker; a JSON value fits in the limit, its marker
+    included, or is at most ``HISTORY_FLOOR`` when the limit is tiny)."""
+    bound = max(limit + len(marker_for(10**12, 0)), HISTORY_FLOOR)
     for span in exporter.get_finished_spans():
         for key, value in (span.attributes or {}).items():
             if isinstance(value, str):
@@ -174,7 +179,7 @@ async def test_non_json_tool_input_is_rendered_not_crashed_on(
     assert rendered["pair"] == [1, "two"]
     assert rendered["opaque"] == "<Opaque>"
     assert rendered["7"] == "non-str key"
-    assert attr(tool, semconv.GEN_AI_TOOL_CALL_RESULT) == "accepted"
+    assert attr(tool, semconv.GEN_AI_TOOL_CALL_RESULT) == wrapped_result("accepted")
     # The assistant's output message carries the same arguments.
     first_chat = spans_named(span_exporter, "chat")[0]
     (call,) = json.loads(attr(first_chat, semconv.GEN_AI_OUTPUT_MESSAGES))[0]["parts"]
@@ -182,23 +187,33 @@ async def test_non_json_tool_input_is_rendered_not_crashed_on(
 
 
 @pytest.mark.parametrize(
-    "content",
-    [Opaque(), b"raw \xff bytes", {"set": {1}}, None, 12345, ["a", Point(0, 0)]],
+    ("content", "recorded"),
+    [
+        (Opaque(), {"content": "opaque-thing"}),
+        (b"raw \xff bytes", {"content": "b'raw \\xff bytes'"}),
+        ({"set": {1}}, {"set": [1]}),
+        (None, {"content": "None"}),
+        (12345, {"content": "12345"}),
+        (["a", Point(0, 0)], {"content": ["a", {"x": 0, "y": 0}]}),
+    ],
     ids=["object", "bytes", "dict-with-set", "none", "int", "list"],
 )
 async def test_a_tool_result_that_is_not_a_string(
-    content: object, make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter
+    content: object, recorded: dict[str, Any], make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter
 ) -> None:
-    """``ToolResult.content`` is typed ``str``, but nothing in flowra enforces it."""
+    """``ToolResult.content`` is typed ``str``, but nothing in flowra enforces it.
+
+    The result attribute is always a JSON object (the schema's type): a dict as JSON (a set as a
+    list), a list as JSON inside ``{"content": ...}``, anything else as its ``str()`` inside it."""
     otel = make_otel_hooks(capture_content=True)
     result = await run_paired(otel, [returning(content)], one_call("odd", {}))
 
     assert result.status == ToolLoopStatus.COMPLETED
     (tool,) = spans_named(span_exporter, "execute_tool")
-    assert attr(tool, semconv.GEN_AI_TOOL_CALL_RESULT) == str(content)
+    assert valid("tool-call-result", attr(tool, semconv.GEN_AI_TOOL_CALL_RESULT)) == recorded
     # The next request carries the result back to the model: still valid JSON on the chat span.
     second_chat = spans_named(span_exporter, "chat")[1]
-    messages = json.loads(attr(second_chat, semconv.GEN_AI_INPUT_MESSAGES))
+    messages = valid("input-messages", attr(second_chat, semconv.GEN_AI_INPUT_MESSAGES))
     assert [m["role"] for m in messages] == ["user", "assistant", "tool"]
 
 
@@ -218,10 +233,23 @@ async def test_a_10_mb_tool_output_is_truncated_with_the_marker(
 
     (tool,) = spans_named(span_exporter, "execute_tool")
     value = attr(tool, semconv.GEN_AI_TOOL_CALL_RESULT)
-    assert value == "x" * limit + marker_for(TEN_MB, limit)
-    assert len(value) <= limit + len(marker_for(TEN_MB, limit))
+    assert len(value) <= limit  # the text is cut inside {"content": ...}: wrapper and marker fit the limit
+    content = valid("tool-call-result", value)["content"]
+    kept = content.split("…", 1)[0]
+    assert kept and set(kept) == {"x"}
+    assert content == kept + marker_for(TEN_MB, len(kept))
     second_chat = spans_named(span_exporter, "chat")[1]
-    assert attr(second_chat, semconv.GEN_AI_INPUT_MESSAGES).endswith(" chars]")
+    history = attr(second_chat, semconv.GEN_AI_INPUT_MESSAGES)
+    messages = valid("input-messages", history)
+    assert messages[0]["role"] == "system" and "earlier messages omitted" in messages[0]["parts"][0]["content"]
+    (part,) = messages[-1]["parts"]
+    if limit == DEFAULT_MAX_CONTENT_LENGTH:  # the newest message, the tool's, is kept and cut inside its part
+        assert len(history) <= limit
+        assert (messages[-1]["role"], part["type"]) == ("tool", "tool_call_response")
+        assert part["response"].startswith("x" * 1000) and part["response"].endswith(f" of {TEN_MB} chars]")
+    else:  # a budget too small for any of it: the newest message becomes a marker
+        assert len(history) <= HISTORY_FLOOR
+        assert part == {"type": "text", "content": MESSAGE_OMITTED}
     assert_every_string_bounded(span_exporter, limit)
 
 
@@ -264,8 +292,14 @@ async def test_a_large_image_is_still_truncated_by_the_limit(
 
     (chat,) = spans_named(span_exporter, "chat")
     value = attr(chat, semconv.GEN_AI_INPUT_MESSAGES)
-    assert value.startswith('[{"role":"user","parts":[{"type":"text","content":"Look at this:"},{"type":"blob"')
-    assert value.endswith(" chars]")
+    assert len(value) <= 2_000
+    # The image message is not the newest ("go" is): over budget, it is dropped whole, oldest first,
+    # behind the marker message (a newest message is cut inside its blob part instead: see
+    # test_content_pipeline.py::test_images_become_blob_parts_and_huge_ones_are_cut_inside_the_part).
+    assert valid("input-messages", value) == [
+        {"role": "system", "parts": [{"type": "text", "content": OMITTED_MESSAGES.format(count=1)}]},
+        {"role": "user", "parts": [{"type": "text", "content": "go"}]},
+    ]
     assert_every_string_bounded(span_exporter, 2_000)
 
 
@@ -293,11 +327,18 @@ async def test_absurdly_deep_and_cyclic_tool_input_get_a_placeholder(
             result = await run_once(otel, tools, one_call(name, arguments)())
             assert result.status == ToolLoopStatus.COMPLETED
 
-    tools_spans = spans_named(span_exporter, "execute_tool")
-    assert [attr(s, semconv.GEN_AI_TOOL_CALL_ARGUMENTS) for s in tools_spans] == [
-        '"<unserialisable dict>"',
-        '"<unserialisable dict>"',
-    ]
+    deep, cyclic_span = spans_named(span_exporter, "execute_tool")
+    # Everything up to the limit is kept; only the part too deep, or the cycle, becomes a marker.
+    value = valid("tool-call-arguments", attr(deep, semconv.GEN_AI_TOOL_CALL_ARGUMENTS))
+    for _ in range(MAX_DEPTH - 1):
+        value = value["d"]
+    assert value == {"d": TOO_DEEP.format(depth=MAX_DEPTH)}
+    # ``tool_calls_response`` puts a shallow copy of the input in the tool-use block: the copy's
+    # "self" is the original dict, whose "self" is the cycle back to it.
+    assert valid("tool-call-arguments", attr(cyclic_span, semconv.GEN_AI_TOOL_CALL_ARGUMENTS)) == {
+        "name": "loop",
+        "self": {"name": "loop", "self": CIRCULAR.format(kind="dict")},
+    }
     assert_every_string_bounded(span_exporter, DEFAULT_MAX_CONTENT_LENGTH)
 
 
@@ -330,11 +371,14 @@ async def test_surrogates_and_control_characters_still_export(
     (tool,) = [s for s in spans if s.name == "execute_tool nasty"]
     exported = tool.attributes[semconv.GEN_AI_TOOL_CALL_RESULT]
     assert isinstance(exported, str)
-    # Unencodable surrogates are replaced; every other character, control ones included, survives.
-    assert exported == NASTY.replace("\ud800", "\ufffd").replace("\udfff", "\ufffd")
+    # Unencodable surrogates are replaced; every other character, control ones included, survives
+    # (JSON-escaped in the attribute, so it parses back to them).
+    fixed = NASTY.replace("\ud800", "\ufffd").replace("\udfff", "\ufffd")
+    assert "\ufffd" in fixed
+    assert valid("tool-call-result", exported) == {"content": fixed}
     arguments = tool.attributes[semconv.GEN_AI_TOOL_CALL_ARGUMENTS]
     assert isinstance(arguments, str)
-    assert json.loads(arguments)["q"] == exported
+    assert valid("tool-call-arguments", arguments)["q"] == fixed
     # Nothing was dropped on the way: the exporter encoded every attribute.
     encoder_errors = [r for r in caplog.records if r.name.startswith("opentelemetry") and r.levelno >= logging.ERROR]
     assert encoder_errors == []
@@ -408,7 +452,7 @@ async def test_empty_user_message_and_empty_tool_input(
     assert result.status == ToolLoopStatus.COMPLETED
     (tool,) = spans_named(span_exporter, "execute_tool")
     assert attr(tool, semconv.GEN_AI_TOOL_CALL_ARGUMENTS) == "{}"
-    assert attr(tool, semconv.GEN_AI_TOOL_CALL_RESULT) == ""
+    assert attr(tool, semconv.GEN_AI_TOOL_CALL_RESULT) == wrapped_result("")
     first_chat = spans_named(span_exporter, "chat")[0]
     assert json.loads(attr(first_chat, semconv.GEN_AI_INPUT_MESSAGES)) == [
         {"role": "user", "parts": [{"type": "text", "content": ""}]}

@@ -3,7 +3,7 @@ GenAI schemas, at any size, with any redaction, for any odd value a run can carr
 
 Unit tests of ``ContentRenderer`` on real flowra message objects; each output is checked with
 ``jsonschema`` against the schemas vendored in tests/semconv/ (see PROVENANCE.md there). Paired
-negative checks feed the legacy string-level output (``ContentPolicy.render``) to the same
+negative checks feed the legacy string-level output (``tests/legacy_content.py``) to the same
 validator, proving the checks would catch the old failures.
 """
 
@@ -35,18 +35,35 @@ from flowra.llm.tools import Tool
 
 from flowra_otel.bounded_json import MAX_DEPTH, OMITTED_KEY
 from flowra_otel.content import (
+    MESSAGE_OMITTED,
+    OMITTED_MESSAGES,
     REDACTION_FAILED,
     TRUNCATION_MARKER,
     ContentPolicy,
     ContentRenderer,
-    split_messages,
 )
 from flowra_otel.options import validate_conversation_id, validate_override, validate_redactor
+from tests import legacy_content
 
 SCHEMAS = Path(__file__).parent / "semconv"
 CARD = 4111111111111111
 EMAIL = "alice.smith@example.com"
 API_KEY = "sk-proj-AbCdEf0123456789XyZ"
+
+HISTORY_FLOOR = len(
+    json.dumps(
+        [
+            {"role": "system", "parts": [{"type": "text", "content": OMITTED_MESSAGES.format(count=10**6)}]},
+            {"role": "assistant", "parts": [{"type": "text", "content": MESSAGE_OMITTED}]},
+        ],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+)
+"""The longest ``gen_ai.input.messages`` recorded when even the newest message is over budget: the
+omitted-messages marker message, then the newest message as a marker. Documented: a budget too
+tiny for any valid value gets this instead, so a JSON content attribute is at most
+``max(max_content_length, HISTORY_FLOOR)`` characters."""
 
 
 @functools.cache
@@ -83,8 +100,8 @@ def renderer(max_length: int | None = 32_768, **options: Any) -> ContentRenderer
     ).renderer()
 
 
-def legacy(max_length: int | None = 32_768, **options: Any) -> ContentPolicy:
-    return ContentPolicy.build(
+def legacy(max_length: int | None = 32_768, **options: Any) -> legacy_content.ContentPolicy:
+    return legacy_content.ContentPolicy.build(
         redact=options.get("redact"), redact_secrets=options.get("redact_secrets", False), max_length=max_length
     )
 
@@ -143,7 +160,7 @@ def test_prompt_of_any_size_is_valid_json_within_the_budget(size: int) -> None:
 
 def test_legacy_string_cut_of_a_100_kb_prompt_fails_the_same_validation() -> None:
     """Paired negative: the validator used above rejects what the old cut produced."""
-    _, messages = split_messages([user("q" * 100_000)])
+    _, messages = legacy_content.split_messages([user("q" * 100_000)])
     old = legacy().render(messages)
     assert old.endswith(" chars]")
     assert not is_valid("input-messages", old)
@@ -161,17 +178,22 @@ def test_a_10_mb_tool_result_in_history_and_on_the_tool_span() -> None:
     assert set(kept) == {"r"}
     assert marker == TRUNCATION_MARKER.format(dropped=len(big) - len(kept), total=len(big))[1:]
     result = r.tool_result(big)
-    assert result.startswith("rrr") and result.endswith(f" of {len(big)} chars]")
-    assert len(result) <= 32_768 + 60
+    assert len(result) <= 32_768  # plain text is wrapped as {"content": ...} and cut inside, within the budget
+    content = valid("tool-call-result", result)["content"]
+    kept, marker = content.split("…", 1)
+    assert set(kept) == {"r"} and len(kept) > 32_000
+    assert marker == TRUNCATION_MARKER.format(dropped=len(big) - len(kept), total=len(big))[1:]
 
 
 def test_a_10_mb_json_tool_result_is_an_object_or_bounded_text() -> None:
     r = renderer()
     small = json.dumps({"temperature": {"high": 75, "low": 60}, "conditions": "sunny"})
     assert valid("tool-call-result", r.tool_result(small)) == json.loads(small)
-    big = json.dumps({"rows": ["x" * 100] * 100_000})  # 10 MB of JSON text: recorded as cut text
+    big = json.dumps({"rows": ["x" * 100] * 100_000})  # 10 MB of JSON text: not parsed, recorded as cut text
     text = r.tool_result(big)
-    assert text.startswith('{"rows": [') and text.endswith(f" of {len(big)} chars]")
+    assert len(text) <= 32_768
+    content = valid("tool-call-result", text)["content"]
+    assert content.startswith('{"rows": ["xxx') and content.endswith(f" of {len(big)} chars]")
     medium = json.dumps({"rows": ["y" * 100] * 1_000})  # within the parse window: an object, shrunk inside
     obj = valid("tool-call-result", r.tool_result(medium))
     assert len(r.tool_result(medium)) <= 32_768
@@ -240,7 +262,7 @@ def test_secrets_in_keys_strings_and_results_are_scrubbed_per_leaf() -> None:
     assert args == {"[REDACTED:email]": 1, "note": "key [REDACTED:api_key]", "nested": [{"k": "[REDACTED:email]"}]}
     result = valid("tool-call-result", r.tool_result(json.dumps({"owner": EMAIL})))
     assert result == {"owner": "[REDACTED:email]"}
-    assert r.tool_result(f"mail {EMAIL}") == "mail [REDACTED:email]"
+    assert valid("tool-call-result", r.tool_result(f"mail {EMAIL}")) == {"content": "mail [REDACTED:email]"}
     assert r.text(f"failed for {EMAIL}") == "failed for [REDACTED:email]"
 
 
@@ -322,7 +344,7 @@ def test_images_become_blob_parts_and_huge_ones_are_cut_inside_the_part() -> Non
     }
     assert huge["type"] == "blob" and huge["mime_type"] == "image/png"
     assert huge["content"].endswith(" chars]")
-    old = legacy(2_000).render(split_messages([message])[1])
+    old = legacy(2_000).render(legacy_content.split_messages([message])[1])
     assert not is_valid("input-messages", old)  # paired negative: the old cut broke it
 
 
@@ -404,7 +426,7 @@ def test_lone_surrogates_become_replacement_characters_everywhere() -> None:
     r = renderer()
     args = valid("tool-call-arguments", r.tool_arguments({nasty: nasty}))
     assert args == {fixed: fixed}
-    assert r.tool_result(nasty) == fixed
+    assert valid("tool-call-result", r.tool_result(nasty)) == {"content": fixed}
     assert r.text(nasty) == fixed
     _, history = r.input_messages([user(nasty)])
     assert valid("input-messages", history)[0]["parts"][0]["content"] == fixed
@@ -413,14 +435,21 @@ def test_lone_surrogates_become_replacement_characters_everywhere() -> None:
 def test_non_string_tool_results() -> None:
     r = renderer()
     assert valid("tool-call-result", r.tool_result({"set": {1}})) == {"set": [1]}
-    assert json.loads(r.tool_result(["a", 1])) == ["a", 1]
-    assert r.tool_result(12345) == "12345"
-    assert r.tool_result(None) == "None"
-    assert r.tool_result(Shown()) == "shown-thing"
-    assert r.tool_result("[not json") == "[not json"
-    assert r.tool_result("[" * 100_000) == "[" * 32_768 + TRUNCATION_MARKER.format(
-        dropped=100_000 - 32_768, total=100_000
-    )
+    # Anything but an object is wrapped as {"content": <value>}: the schema asks for an object.
+    assert valid("tool-call-result", r.tool_result(["a", 1])) == {"content": ["a", 1]}
+    assert valid("tool-call-result", r.tool_result("[1, 2]")) == {"content": [1, 2]}  # JSON text of an array
+    assert valid("tool-call-result", r.tool_result("12345")) == {"content": "12345"}
+    # Non-text results other than structures are recorded as their str(), as a model would see them.
+    assert valid("tool-call-result", r.tool_result(12345)) == {"content": "12345"}
+    assert valid("tool-call-result", r.tool_result(None)) == {"content": "None"}
+    assert valid("tool-call-result", r.tool_result(Shown())) == {"content": "shown-thing"}
+    assert valid("tool-call-result", r.tool_result("[not json")) == {"content": "[not json"}
+    text = r.tool_result("[" * 100_000)  # does not parse: cut as text inside the wrapper
+    assert len(text) <= 32_768
+    content = valid("tool-call-result", text)["content"]
+    kept = content.split("…", 1)[0]
+    assert set(kept) == {"["} and len(kept) > 32_000
+    assert content == kept + TRUNCATION_MARKER.format(dropped=100_000 - len(kept), total=100_000)
 
 
 # ==================================================================================== shape
@@ -441,8 +470,8 @@ def test_one_tool_message_per_parallel_tool_response() -> None:
         ("tool", ["b"]),
         ("user", [None]),
     ]
-    _, legacy_messages = split_messages([user_message])
-    assert [m["role"] for m in legacy_messages] == ["tool", "tool", "user"]
+    _, legacy_messages = legacy_content.split_messages([user_message])
+    assert [m["role"] for m in legacy_messages] == ["tool", "user"]  # paired negative: results merged
 
 
 def test_tool_definitions_carry_parameters() -> None:
@@ -479,7 +508,8 @@ def test_output_messages_use_the_post_hook_tool_arguments() -> None:
     original = ToolUseBlock(id="c1", name="send", input={"to": EMAIL})
     final = ToolUseBlock(id="c1", name="send", input={"to": "***"})
     value = valid(
-        "output-messages", renderer().output_messages(AssistantMessage(blocks=[original]), "tool_call", {"c1": final})
+        "output-messages",
+        renderer().output_messages(AssistantMessage(blocks=[original]), "tool_call", {id(original): final}),
     )
     assert value[0]["parts"][0]["arguments"] == {"to": "***"}
 

@@ -43,10 +43,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Link, Status, StatusCode
 
 from flowra_otel import OtelHooks, semconv
-from flowra_otel.content import TRUNCATION_MARKER
+from flowra_otel.bounded_json import OMITTED_KEY, OVER_BUDGET
+from flowra_otel.content import MESSAGE_OMITTED, TRUNCATION_MARKER
 from flowra_otel.environment_variables import OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
 from flowra_otel.instruments import FLOWRA_REDACTIONS
 from flowra_otel.testing import Leak, assert_no_leak, find_leaks
+from tests.conftest import wrapped_result
 from tests.flowra_support import (
     ScriptedProvider,
     ToolFailureError,
@@ -56,6 +58,7 @@ from tests.flowra_support import (
     tool_registry,
 )
 from tests.flowra_support import run_tool_loop as _run_tool_loop
+from tests.test_content_pipeline import HISTORY_FLOOR, valid
 
 MakeHooks = Callable[..., OtelHooks]
 
@@ -353,7 +356,7 @@ async def test_tool_result_is_recorded_after_redaction(
     assert_no_leak(spans(span_exporter), [SECRET_RESULT])
     expected = f"record r-1: owner password is {REDACTED_RESULT}"
     tool = tool_span(span_exporter, "fetch_record")
-    assert attrs(tool)[semconv.GEN_AI_TOOL_CALL_RESULT] == expected
+    assert attrs(tool)[semconv.GEN_AI_TOOL_CALL_RESULT] == wrapped_result(expected)
     _, chat2 = named(span_exporter, "chat ")
     (response,) = parts(json_attr(chat2, semconv.GEN_AI_INPUT_MESSAGES), "tool_call_response")
     assert response["response"] == expected
@@ -445,7 +448,7 @@ async def test_a_hook_redirecting_the_call_names_the_tool_that_ran(
     assert tool.name == "execute_tool lookup_account"
     assert attrs(tool)[semconv.GEN_AI_TOOL_NAME] == "lookup_account"
     assert json_attr(tool, semconv.GEN_AI_TOOL_CALL_ARGUMENTS) == {"token": REDACTED_ARG}
-    assert attrs(tool)[semconv.GEN_AI_TOOL_CALL_RESULT] == "account in eu found"
+    assert attrs(tool)[semconv.GEN_AI_TOOL_CALL_RESULT] == wrapped_result("account in eu found")
     chat1, _ = named(span_exporter, "chat ")
     (call,) = parts(json_attr(chat1, semconv.GEN_AI_OUTPUT_MESSAGES), "tool_call")
     assert (call["name"], call["arguments"]) == ("lookup_account", {"token": REDACTED_ARG})
@@ -690,7 +693,9 @@ async def test_ledger_names_every_changing_handler_in_order(
         "tests.test_redaction.redact_result",
         "tests.test_redaction.mark_reviewed",
     ]
-    assert attrs(tool)[semconv.GEN_AI_TOOL_CALL_RESULT] == f"record r-1: owner password is {REDACTED_RESULT} (reviewed)"
+    assert attrs(tool)[semconv.GEN_AI_TOOL_CALL_RESULT] == wrapped_result(
+        f"record r-1: owner password is {REDACTED_RESULT} (reviewed)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -715,7 +720,7 @@ async def test_no_ledger_when_the_value_ends_up_equal(
     assert redaction_points(metric_reader) == {}
     # Paired positive: the values themselves are recorded, unchanged.
     assert json_attr(tool, semconv.GEN_AI_TOOL_CALL_ARGUMENTS) == {"token": "t-1"}
-    assert attrs(tool)[semconv.GEN_AI_TOOL_CALL_RESULT] == "account in eu found"
+    assert attrs(tool)[semconv.GEN_AI_TOOL_CALL_RESULT] == wrapped_result("account in eu found")
 
 
 @pytest.mark.parametrize("capture", [True, False], ids=["capture_on", "capture_off"])
@@ -813,7 +818,7 @@ async def test_redact_secrets_scrubs_api_keys_and_emails(
     provider = ScriptedProvider([tool_calls_response([("c1", "leaky_tool", {})]), text_response("ok")])
     async with tool_registry(leaky_tool) as tools:
         await _run_tool_loop(tool_loop_runtime(provider, tools, wire(AFTER_PLUGIN, otel, [])), "details?")
-    assert attrs(tool_span(span_exporter, "leaky_tool"))[semconv.GEN_AI_TOOL_CALL_RESULT] == expected
+    assert attrs(tool_span(span_exporter, "leaky_tool"))[semconv.GEN_AI_TOOL_CALL_RESULT] == wrapped_result(expected)
     _, chat2 = named(span_exporter, "chat ")
     (response,) = parts(json_attr(chat2, semconv.GEN_AI_INPUT_MESSAGES), "tool_call_response")
     assert response["response"] == expected
@@ -821,8 +826,25 @@ async def test_redact_secrets_scrubs_api_keys_and_emails(
     assert_no_leak(spans(span_exporter), scrubbed)
 
 
+CONTENT_SCHEMAS = dict(
+    zip(
+        CONTENT_KEYS,
+        [
+            "input-messages",
+            "output-messages",
+            "system-instructions",
+            "tool-definitions",
+            "tool-call-arguments",
+            "tool-call-result",
+        ],
+        strict=True,
+    )
+)
+
+
+@pytest.mark.parametrize("limit", [400, 50], ids=["cut_inside", "nothing_fits"])
 async def test_max_content_length_truncates_a_huge_tool_output(
-    make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter
+    limit: int, make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter
 ) -> None:
     size = 10_000_000
 
@@ -830,23 +852,32 @@ async def test_max_content_length_truncates_a_huge_tool_output(
         """Return a 10 MB blob."""
         return "x" * size
 
-    otel = make_otel_hooks(capture_content=True, max_content_length=50)
+    otel = make_otel_hooks(capture_content=True, max_content_length=limit)
     provider = ScriptedProvider([tool_calls_response([("c1", "dump", {})]), text_response("ok")])
     async with tool_registry(dump) as tools:
         await _run_tool_loop(tool_loop_runtime(provider, tools, wire(AFTER_PLUGIN, otel, [])), "dump it")
 
-    marker = TRUNCATION_MARKER.format(dropped=size - 50, total=size)
-    result = attrs(tool_span(span_exporter, "dump"))[semconv.GEN_AI_TOOL_CALL_RESULT]
-    assert result == "x" * 50 + marker
-    assert len(result) <= 50 + len(marker)
-    # Every content attribute of the run is bounded the same way (the longest marker: 8-digit counts).
-    bound = 50 + len(TRUNCATION_MARKER.format(dropped=size, total=size))
+    result = valid("tool-call-result", attrs(tool_span(span_exporter, "dump"))[semconv.GEN_AI_TOOL_CALL_RESULT])
+    _, chat2 = named(span_exporter, "chat ")
+    (response,) = valid("input-messages", attrs(chat2)[semconv.GEN_AI_INPUT_MESSAGES])[-1]["parts"]
+    if limit == 400:  # the text is cut inside {"content": ...} with the marker, in the tool message too
+        kept = result["content"].split("…", 1)[0]
+        assert kept and set(kept) == {"x"}
+        assert result["content"] == kept + TRUNCATION_MARKER.format(dropped=size - len(kept), total=size)
+        assert response["type"] == "tool_call_response"
+        assert response["response"].startswith("xxx") and response["response"].endswith(f" of {size} chars]")
+    else:  # not even the marker fits: a marker object, and the tool message is a marker
+        assert result == {OMITTED_KEY: OVER_BUDGET}
+        assert response == {"type": "text", "content": MESSAGE_OMITTED}
+    # Every content attribute of the run is valid JSON within the limit, the markers included (a
+    # limit too tiny for any valid value records markers only, at most HISTORY_FLOOR characters).
+    bound = max(limit, HISTORY_FLOOR)
     for span in spans(span_exporter):
         for key in CONTENT_KEYS:
             value = attrs(span).get(key)
-            assert value is None or len(value) <= bound, (span.name, key)
-    _, chat2 = named(span_exporter, "chat ")
-    assert "…[flowra_otel: truncated " in attrs(chat2)[semconv.GEN_AI_INPUT_MESSAGES]
+            if value is not None:
+                assert len(value) <= bound, (span.name, key, len(value))
+                valid(CONTENT_SCHEMAS[key], value)
 
 
 # ==================================================================================== invalid options

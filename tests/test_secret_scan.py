@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 from flowra.agent import HookRegistry
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from flowra_otel import OtelHooks, semconv
@@ -39,7 +40,8 @@ PASSWORD = 'hunter2"\\pässword'
 """A quote, a backslash and a non-ASCII letter: all escaped in JSON."""
 FILLER = "lorem ipsum " * 120
 MAX_LENGTH = 700
-"""Cuts the second chat's input messages after both secrets, in the filler: invalid JSON."""
+"""The SDK's attribute length limit: cuts the second chat's input messages after both secrets, in
+the filler, with no marker: invalid JSON."""
 
 
 def json_only_scan(text: str, secret: str) -> bool:
@@ -123,24 +125,22 @@ def test_nothing_is_found_where_nothing_is() -> None:
 
 # ------------------------------------------------------------------------------------ real spans
 @pytest.fixture
-async def truncated_spans(
-    tracer_provider: Any, meter_provider: Any, span_exporter: InMemorySpanExporter
-) -> list[ReadableSpan]:
-    """A real run whose tool returns both secrets, recorded with content on and a small limit."""
+async def truncated_spans(meter_provider: Any, span_exporter: InMemorySpanExporter) -> list[ReadableSpan]:
+    """A real run whose tool returns both secrets, recorded with content on, its attributes cut by
+    the SDK's ``max_attribute_length`` (``OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT``), which cuts any
+    string: the plugin keeps its own attributes valid JSON, but a backend may still get them cut."""
+    tracer_provider = TracerProvider(span_limits=SpanLimits(max_attribute_length=MAX_LENGTH))
+    tracer_provider.add_span_processor(SimpleSpanProcessor(span_exporter))
     registry = HookRegistry()
-    registry.add(
-        OtelHooks(
-            tracer_provider=tracer_provider,
-            meter_provider=meter_provider,
-            capture_content=True,
-            max_content_length=MAX_LENGTH,
-        )
-    )
+    registry.add(OtelHooks(tracer_provider=tracer_provider, meter_provider=meter_provider, capture_content=True))
     provider = ScriptedProvider(
         [tool_calls_response([("c1", "read_credentials", {"name": "prod"})]), text_response("Done.")]
     )
-    async with tool_registry(read_credentials) as tools:
-        await run_tool_loop(tool_loop_runtime(provider, tools, registry), "Read the prod credentials.")
+    try:
+        async with tool_registry(read_credentials) as tools:
+            await run_tool_loop(tool_loop_runtime(provider, tools, registry), "Read the prod credentials.")
+    finally:
+        tracer_provider.shutdown()
     return sorted(span_exporter.get_finished_spans(), key=lambda s: s.start_time or 0)
 
 
@@ -156,9 +156,11 @@ async def test_find_leaks_reports_a_secret_inside_a_truncated_attribute(
     truncated_spans: list[ReadableSpan], secret: str
 ) -> None:
     messages = second_chat_input(truncated_spans)
-    assert "truncated" in messages  # the premise: the attribute was cut and is no JSON any more
+    assert len(messages) == MAX_LENGTH  # the premise: the attribute was cut and is no JSON any more
     with pytest.raises(json.JSONDecodeError):
         json.loads(messages)
+    assert json.dumps(secret, ensure_ascii=False)[1:-1] in messages  # cut after the secret, JSON-escaped
+    assert secret not in messages
     assert not json_only_scan(messages, secret)  # what the old find_leaks missed
 
     places = {(leak.span_name.split()[0], leak.where, leak.decoded) for leak in find_leaks(truncated_spans, [secret])}
