@@ -351,3 +351,26 @@ def test_docs_show_the_two_tier_layout() -> None:
         s for s in services.values() if any(str(v).startswith(f"./{GATEWAY_PATH.name}:") for v in s.get("volumes", []))
     ]
     assert {"4317:4317", "4318:4318"} <= {str(p) for p in gateway_service["ports"]}
+
+
+def test_backends_doc_dedicates_tempo_columns_tempo_accepts() -> None:
+    """docs/backends.md: the dedicated columns it recommends parse, use types Tempo has, and
+    cover the attributes agent queries filter by."""
+    blocks = [yaml.safe_load(b) for b in yaml_blocks((ROOT / "docs" / "backends.md").read_text(encoding="utf-8"))]
+    columns = [
+        column
+        for block in blocks
+        if isinstance(block, dict)
+        for column in (
+            block.get("storage", {}).get("trace", {}).get("block", {}).get("parquet_dedicated_columns")
+            or block.get("parquet_dedicated_columns")
+            or []
+        )
+    ]
+    names = {c["name"] for c in columns}
+    assert {"gen_ai.operation.name", "gen_ai.agent.name", "gen_ai.conversation.id", "flowra.redaction.fields"} <= names
+    for column in columns:
+        assert column["type"] in {"string", "int"}, column  # no bool columns: flowra.redaction.applied cannot be one
+        assert column["scope"] in {"span", "resource", "event"}, column
+        assert set(column.get("options", [])) <= {"array", "blob"}, column
+    assert "flowra.redaction.applied" not in names
