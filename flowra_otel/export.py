@@ -16,6 +16,19 @@ production without code changes:
   still work (and cost next to nothing), but nothing is collected or printed. An in-memory
   reader was considered and rejected: nobody would read it, and its cumulative storage grows
   with attribute cardinality for the life of the process.
+* Metrics are exported only when asked for, because many trace backends (Jaeger, Tempo, Phoenix)
+  take no metrics and refuse every metric export (HTTP 405, gRPC UNIMPLEMENTED), which logs an
+  error per batch: ``OTEL_METRICS_EXPORTER`` (``otlp``, ``console``, ``none``; unset means
+  ``otlp`` when an endpoint for metrics is set), a trace-only endpoint
+  (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` alone) means no metric exporter, and
+  ``configure_telemetry(metrics=False)`` turns metric export off in code.
+
+Shutdown and flush are bounded in time even when the backend is down or never answers: the OTLP
+exporters retry with backoff for up to ``OTEL_EXPORTER_OTLP_TIMEOUT`` (10 s) per batch and the
+SDK's batch processor ignores the flush timeout it is given, so `TelemetryHandles` runs the SDK's
+flush and shutdown on a helper thread, waits at most ``timeout_millis`` (2 s by default, also at
+process exit), and then stops its exporters' retries. Data not delivered by then is dropped: a
+program's exit must not wait on an unreachable collector.
 
 Everything else (headers, timeouts, TLS, compression, batch sizes, export interval, temporality,
 ``OTEL_SDK_DISABLED``) is read by the OpenTelemetry exporters and processors themselves, which
@@ -29,12 +42,14 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import queue
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final, Literal, TextIO
 
 from opentelemetry import metrics, trace
+from opentelemetry.environment_variables import OTEL_METRICS_EXPORTER
 from opentelemetry.sdk.environment_variables import (
     OTEL_EXPORTER_OTLP_ENDPOINT,
     OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,
@@ -44,14 +59,26 @@ from opentelemetry.sdk.environment_variables import (
     OTEL_EXPORTER_OTLP_TRACES_PROTOCOL,
 )
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import MetricExporter, MetricReader, PeriodicExportingMetricReader
+from opentelemetry.sdk.metrics.export import (
+    ConsoleMetricExporter,
+    MetricExporter,
+    MetricReader,
+    PeriodicExportingMetricReader,
+)
 from opentelemetry.sdk.resources import SERVICE_NAME, OTELResourceDetector, Resource
-from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter, SpanExportResult
 
 from flowra_otel.console import ConsoleTreeExporter
 
-__all__ = ["OtlpProtocol", "TelemetryHandles", "configure_telemetry", "resolve_otlp_protocol"]
+__all__ = [
+    "DEFAULT_TIMEOUT_MILLIS",
+    "OtlpProtocol",
+    "TelemetryHandles",
+    "configure_telemetry",
+    "resolve_metrics_exporters",
+    "resolve_otlp_protocol",
+]
 
 _logger = logging.getLogger(__name__)
 
@@ -60,12 +87,119 @@ _PROTOCOLS: Final[tuple[OtlpProtocol, ...]] = ("grpc", "http/protobuf")
 _DEFAULT_PROTOCOL: Final[OtlpProtocol] = "http/protobuf"
 
 
+DEFAULT_TIMEOUT_MILLIS: Final = 2_000
+"""Default budget of `TelemetryHandles.force_flush` and `TelemetryHandles.shutdown`, and of the
+shutdown at process exit. A healthy collector takes milliseconds for a batch; a dead one would
+otherwise hold the program for the exporters' retries (about 7 s per signal and batch)."""
+
+MetricsExporterName = Literal["otlp", "console"]
+_METRICS_EXPORTERS: Final[tuple[MetricsExporterName, ...]] = ("otlp", "console")
+
+
+class _Outcome:
+    """The result of a job on a `_DeadlineRunner`, once it has finished."""
+
+    def __init__(self) -> None:
+        self._done = threading.Event()
+        self._ok = False
+
+    def set(self, ok: bool) -> None:
+        self._ok = ok
+        self._done.set()
+
+    def wait(self, timeout_s: float) -> bool:
+        """``True`` if the job finished within ``timeout_s`` and succeeded."""
+        return self._done.wait(max(0.0, timeout_s)) and self._ok
+
+
+class _StopOnceSpanExporter(SpanExporter):
+    """Sits between a batch processor and an OTLP span exporter so that `TelemetryHandles` can
+    stop the exporter's retries when a shutdown runs out of time, and the processor's own
+    ``shutdown`` of it later is not a second one (which the exporters log a warning about)."""
+
+    def __init__(self, exporter: SpanExporter) -> None:
+        self._exporter = exporter
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return self._exporter.export(spans)
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return self._exporter.force_flush(timeout_millis)
+
+    def shutdown(self) -> None:
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        self._exporter.shutdown()
+
+
+class _DeadlineRunner:
+    """Runs flush/shutdown work on one daemon thread so the caller can stop waiting for it.
+
+    The thread is started when the handles are made, not when a shutdown is asked for: Python
+    3.12 refuses to start threads in `atexit` handlers, which is exactly where the shutdown of
+    most programs runs. After a fork the thread is gone; a new one is started on first use.
+    A job that overruns its caller's deadline keeps the thread; later jobs queue behind it.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._pid = -1
+        self._ensure_thread()
+
+    def _ensure_thread(self) -> bool:
+        if self._thread is not None and self._pid == os.getpid() and self._thread.is_alive():
+            return True
+        thread = threading.Thread(target=self._loop, name="flowra-otel-telemetry-shutdown", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError:  # interpreter shutting down (and the thread lost to a fork)
+            return False
+        self._thread, self._pid = thread, os.getpid()
+        return True
+
+    def _loop(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            job()
+
+    def submit(self, work: Callable[[], bool]) -> _Outcome:
+        """Queue ``work`` (exceptions are logged as a failure); wait on the returned outcome."""
+        outcome = _Outcome()
+
+        def job() -> None:
+            ok = False
+            try:
+                ok = work()
+            except Exception:  # the SDK raises a bare Exception when a metric reader fails
+                _logger.warning("flushing or shutting down the telemetry providers failed", exc_info=True)
+            finally:
+                outcome.set(ok)
+
+        if self._ensure_thread():
+            self._jobs.put(job)
+        else:
+            job()  # no thread to be had: unbounded, but better than dropping everything
+        return outcome
+
+    def stop(self) -> None:
+        """Let the thread end once it has run what is queued (it may still be stuck in an export)."""
+        self._jobs.put(None)
+
+
 class TelemetryHandles:
     """What `configure_telemetry` built, and the two calls a program needs at the end.
 
     ``shutdown()`` is registered with `atexit` (once, and unregistered when called by hand),
     because a ``BatchSpanProcessor`` that is not shut down loses its last batch, which is
     usually the trace of the run that just finished.
+
+    Both calls honour their ``timeout_millis``, also with the backend down or never answering
+    (see the module documentation): they return ``False`` when it ran out and what was not sent
+    by then is dropped.
 
     Providers that were already installed globally by someone else (``opentelemetry-instrument``)
     are reused but not owned: ``shutdown()`` only flushes them and leaves shutting them down
@@ -83,6 +217,7 @@ class TelemetryHandles:
         metric_exporters: Sequence[MetricExporter] = (),
         owns_tracer_provider: bool = True,
         owns_meter_provider: bool = True,
+        exit_timeout_millis: int = DEFAULT_TIMEOUT_MILLIS,
     ) -> None:
         self._tracer_provider = tracer_provider
         self._meter_provider = meter_provider
@@ -92,9 +227,13 @@ class TelemetryHandles:
         self._metric_exporters = tuple(metric_exporters)
         self._owns_tracer_provider = owns_tracer_provider
         self._owns_meter_provider = owns_meter_provider
+        self._exit_timeout_millis = _check_timeout("exit_timeout_millis", exit_timeout_millis)
         self._lock = threading.Lock()
         self._shut_down = False
         self._atexit_registered = False
+        self._runners = (_DeadlineRunner(), _DeadlineRunner())  # spans, metrics
+        self._stoppable: tuple[SpanExporter, ...] = ()
+        """The span exporters (behind `_StopOnceSpanExporter`) to stop when shutdown overruns."""
 
     @property
     def tracer_provider(self) -> TracerProvider:
@@ -128,9 +267,9 @@ class TelemetryHandles:
         """The push exporters behind `metric_readers` (an explicit pull reader has none)."""
         return self._metric_exporters
 
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        """Export everything buffered now; ``False`` if either signal timed out (or a metric
-        reader raised).
+    def force_flush(self, timeout_millis: int = DEFAULT_TIMEOUT_MILLIS) -> bool:
+        """Export everything buffered now; ``False`` if that did not finish within
+        ``timeout_millis`` (the export then goes on in the background) or a metric reader raised.
 
         ``True`` does not mean the backend accepted the data: the SDK's processors and readers
         report only whether the export calls finished in time, and the exporters log a refused
@@ -139,49 +278,89 @@ class TelemetryHandles:
         Worth calling before a short-lived program (a CLI, a serverless handler) returns, as
         the batch processor otherwise waits up to ``OTEL_BSP_SCHEDULE_DELAY`` to send.
         """
-        deadline = time.monotonic() + timeout_millis / 1000
-        ok = self._tracer_provider.force_flush(timeout_millis)
-        remaining = max(0, int((deadline - time.monotonic()) * 1000))
-        try:
-            ok = self._meter_provider.force_flush(remaining) and ok
-        except Exception:  # the SDK raises a bare Exception when a reader fails
-            _logger.warning("flushing metrics failed", exc_info=True)
-            ok = False
-        return ok
+        timeout_millis = _check_timeout("timeout_millis", timeout_millis)
+        if self._shut_down:
+            return False  # as the SDK's processors answer after shutdown
+        spans_ok, metrics_ok = self._run_both(
+            lambda: self._tracer_provider.force_flush(timeout_millis),
+            lambda: self._meter_provider.force_flush(timeout_millis),
+            timeout_millis,
+        )
+        return spans_ok and metrics_ok
 
-    def shutdown(self, timeout_millis: int = 30_000) -> None:
-        """Flush and stop both providers. Idempotent; errors are logged, never raised.
+    def shutdown(self, timeout_millis: int = DEFAULT_TIMEOUT_MILLIS) -> bool:
+        """Flush and stop both providers within ``timeout_millis``; ``False`` if that ran out
+        (or a provider raised). Idempotent (later calls return ``True`` at once); errors are
+        logged, never raised.
 
-        Never raising matters because this runs from `atexit`, where an exception would only
-        add a traceback to the end of the user's program output.
+        When the time runs out, the span exporters built by `configure_telemetry` are shut
+        down, which ends their retries, and what they had not delivered is dropped with a
+        warning. (The SDK's metric reader bounds its own shutdown by the same timeout.) Never
+        raising matters because this runs from `atexit`, where an exception would only add a
+        traceback to the end of the user's program output.
         """
+        timeout_millis = _check_timeout("timeout_millis", timeout_millis)
         with self._lock:
             if self._shut_down:
-                return
+                return True
             self._shut_down = True
             if self._atexit_registered:
-                atexit.unregister(self.shutdown)
+                atexit.unregister(self._shutdown_at_exit)
                 self._atexit_registered = False
-        try:
+
+        def stop_spans() -> bool:
             if self._owns_tracer_provider:
-                self._tracer_provider.shutdown()
-            else:
-                self._tracer_provider.force_flush(timeout_millis)
-        except Exception:
-            _logger.warning("shutting down the tracer provider failed", exc_info=True)
-        try:
+                self._tracer_provider.shutdown()  # the SDK's batch processor bounds this by nothing
+                return True
+            return self._tracer_provider.force_flush(timeout_millis)
+
+        def stop_metrics() -> bool:
             if self._owns_meter_provider:
                 self._meter_provider.shutdown(timeout_millis)
-            else:
-                self._meter_provider.force_flush(timeout_millis)
-        except Exception:
-            _logger.warning("shutting down the meter provider failed", exc_info=True)
+                return True
+            return self._meter_provider.force_flush(timeout_millis)
+
+        spans_ok, metrics_ok = self._run_both(stop_spans, stop_metrics, timeout_millis)
+        for runner in self._runners:
+            runner.stop()
+        if not (spans_ok and metrics_ok):
+            _logger.warning(
+                "telemetry shutdown did not finish within %d ms (is the OTLP endpoint reachable?); "
+                "spans and metrics not delivered by then are dropped",
+                timeout_millis,
+            )
+            for exporter in self._stoppable:
+                exporter.shutdown()
+        return spans_ok and metrics_ok
+
+    def _run_both(
+        self, spans: Callable[[], bool], metrics: Callable[[], bool], timeout_millis: int
+    ) -> tuple[bool, bool]:
+        """Run the span and the metric side in parallel, each on its own runner, and wait for
+        both until one deadline. ``(spans_ok, metrics_ok)``: finished in time and reported success."""
+        deadline = time.monotonic() + timeout_millis / 1000
+        traces_runner, metrics_runner = self._runners
+        spans_done = traces_runner.submit(spans)
+        metrics_done = metrics_runner.submit(metrics)
+        return (
+            spans_done.wait(deadline - time.monotonic()),
+            metrics_done.wait(deadline - time.monotonic()),
+        )
+
+    def _shutdown_at_exit(self) -> None:
+        self.shutdown(self._exit_timeout_millis)
 
     def _register_atexit(self) -> None:
         with self._lock:
             if not self._atexit_registered and not self._shut_down:
-                atexit.register(self.shutdown)
+                atexit.register(self._shutdown_at_exit)
                 self._atexit_registered = True
+
+
+def _check_timeout(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be a non-negative int of milliseconds, got {value!r}")
+    return value
 
 
 _global_lock = threading.Lock()
@@ -196,8 +375,10 @@ def configure_telemetry(
     console_stream: TextIO | None = None,
     span_exporter: SpanExporter | None = None,
     metric_reader: MetricReader | None = None,
+    metrics: bool = True,
     set_global: bool = True,
     register_atexit: bool = True,
+    exit_timeout_millis: int = DEFAULT_TIMEOUT_MILLIS,
 ) -> TelemetryHandles:
     """Build a tracer and a meter provider from the standard ``OTEL_*`` environment.
 
@@ -215,6 +396,12 @@ def configure_telemetry(
             are there as soon as they end.
         metric_reader: Replaces the environment's choice of metric reader (tests pass an
             ``InMemoryMetricReader``).
+        metrics: ``False`` exports no metrics whatever the environment says (the instruments
+            still work, and cost next to nothing). ``True`` leaves the choice to the
+            environment: ``OTEL_METRICS_EXPORTER`` (``otlp``, ``console``, ``none``, or a
+            comma-separated list), and when that is unset, OTLP only if
+            ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` is set,
+            so a trace-only endpoint (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``) means no metrics.
         set_global: Install both providers as the process-wide OpenTelemetry providers. The
             OTel API allows that once per process, so with ``True`` the first call configures
             and every later one returns the same handles (its arguments are ignored, and a
@@ -222,11 +409,20 @@ def configure_telemetry(
             ``opentelemetry-instrument``), they are reused and nothing is added to them. Pass
             ``False`` for independent providers, as tests do.
         register_atexit: Call `TelemetryHandles.shutdown` at interpreter exit.
+        exit_timeout_millis: The most that shutdown at interpreter exit may take. With the
+            backend down, what is not delivered by then is dropped.
 
     Raises:
         ValueError: An ``OTEL_EXPORTER_OTLP_*PROTOCOL`` variable that a configured endpoint
-            would use holds something other than ``grpc`` or ``http/protobuf``.
+            would use holds something other than ``grpc`` or ``http/protobuf``; an
+            ``OTEL_METRICS_EXPORTER`` value other than ``otlp``, ``console`` or ``none``;
+            ``metrics=False`` together with a ``metric_reader``; a negative timeout.
     """
+    if not isinstance(metrics, bool):
+        raise ValueError(f"metrics must be True or False, got {metrics!r}")
+    if not metrics and metric_reader is not None:
+        raise ValueError("metrics=False and a metric_reader contradict each other: pass one or the other")
+    _check_timeout("exit_timeout_millis", exit_timeout_millis)
     global _global_handles  # noqa: PLW0603 -- the OTel globals are process-wide; so is this
 
     def build(install_global: bool) -> TelemetryHandles:
@@ -236,7 +432,9 @@ def configure_telemetry(
             console_stream=console_stream,
             span_exporter=span_exporter,
             metric_reader=metric_reader,
+            export_metrics=metrics,
             install_global=install_global,
+            exit_timeout_millis=exit_timeout_millis,
         )
         if register_atexit:
             handles._register_atexit()
@@ -278,6 +476,36 @@ def resolve_otlp_protocol(signal: Literal["traces", "metrics"]) -> OtlpProtocol:
     return _DEFAULT_PROTOCOL
 
 
+def resolve_metrics_exporters() -> tuple[MetricsExporterName, ...]:
+    """The metric exporters the environment asks for: ``OTEL_METRICS_EXPORTER`` when set
+    (``none`` -> none), else ``("otlp",)`` if a metrics or generic OTLP endpoint is set, else none.
+
+    The unset case deliberately differs from the SDK's default (``otlp`` to localhost): a program
+    given only a trace endpoint is talking to a trace backend, and most of those refuse metrics.
+
+    Raises:
+        ValueError: A value other than ``otlp``, ``console`` or ``none`` (``prometheus`` needs a
+            pull reader: pass ``metric_reader=PrometheusMetricReader()``).
+    """
+    raw = os.environ.get(OTEL_METRICS_EXPORTER, "").strip()
+    if not raw:
+        return ("otlp",) if _endpoint_set("metrics") else ()
+    names = [name.strip().lower() for name in raw.split(",") if name.strip()]
+    if names == ["none"]:
+        return ()
+    kinds: list[MetricsExporterName] = []
+    for name in names:
+        kind = next((k for k in _METRICS_EXPORTERS if k == name), None)
+        if kind is None:
+            hint = ": pass metric_reader=PrometheusMetricReader() instead" if name == "prometheus" else ""
+            raise ValueError(
+                f"{OTEL_METRICS_EXPORTER}={raw!r}: configure_telemetry supports 'otlp', 'console' or 'none'{hint}"
+            )
+        if kind not in kinds:
+            kinds.append(kind)
+    return tuple(kinds)
+
+
 # --- building ---------------------------------------------------------------------------------
 
 
@@ -288,7 +516,9 @@ def _build(
     console_stream: TextIO | None,
     span_exporter: SpanExporter | None,
     metric_reader: MetricReader | None,
+    export_metrics: bool,
     install_global: bool,
+    exit_timeout_millis: int,
 ) -> TelemetryHandles:
     existing_tp: TracerProvider | None = None
     existing_mp: MeterProvider | None = None
@@ -302,40 +532,33 @@ def _build(
     trace_otlp: OtlpProtocol | None = None
     if existing_tp is None and span_exporter is None and _endpoint_set("traces"):
         trace_otlp = resolve_otlp_protocol("traces")
-    metric_otlp: OtlpProtocol | None = None
-    if existing_mp is None and metric_reader is None and _endpoint_set("metrics"):
-        metric_otlp = resolve_otlp_protocol("metrics")
+    metric_kinds: tuple[MetricsExporterName, ...] = ()
+    if existing_mp is None and metric_reader is None and export_metrics:
+        metric_kinds = resolve_metrics_exporters()
+    metric_otlp = resolve_otlp_protocol("metrics") if "otlp" in metric_kinds else None
     resource = _resource(service_name)
 
     processors: list[SpanProcessor] = []
     exporters: list[SpanExporter] = []
+    stoppable: list[SpanExporter] = []
     if existing_tp is None:
         tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
-        if span_exporter is not None:
-            exporters.append(span_exporter)
-            processors.append(SimpleSpanProcessor(span_exporter))
-        elif trace_otlp is not None:
-            exporters.append(_otlp_span_exporter(trace_otlp))
-            processors.append(BatchSpanProcessor(exporters[0]))
-        if console or (console is None and not exporters):
-            exporters.append(ConsoleTreeExporter(console_stream))
-            processors.append(SimpleSpanProcessor(exporters[-1]))
-        for processor in processors:
-            tracer_provider.add_span_processor(processor)
+        _add_span_exporters(
+            tracer_provider, processors, exporters, stoppable, span_exporter, trace_otlp, console, console_stream
+        )
     else:
         tracer_provider = existing_tp
 
     # The batch processor's thread is running now; do not leak it if the metric side fails
     # (a bad OTEL_METRIC_EXPORT_* value, unreadable TLS files, ...).
+    readers: list[MetricReader] = []
+    metric_exporters: list[MetricExporter] = []
     try:
-        readers: list[MetricReader] = []
-        metric_exporters: list[MetricExporter] = []
         if existing_mp is None:
             if metric_reader is not None:
                 readers.append(metric_reader)
-            elif metric_otlp is not None:
-                metric_exporters.append(_otlp_metric_exporter(metric_otlp))
-                readers.append(PeriodicExportingMetricReader(metric_exporters[0]))
+            metric_exporters.extend(_metric_exporters(metric_kinds, metric_otlp))
+            readers.extend(PeriodicExportingMetricReader(exporter) for exporter in metric_exporters)
             meter_provider = MeterProvider(metric_readers=readers, resource=resource, shutdown_on_exit=False)
         else:
             meter_provider = existing_mp
@@ -348,7 +571,7 @@ def _build(
         _install_global(
             tracer_provider, meter_provider, reused_tp=existing_tp is not None, reused_mp=existing_mp is not None
         )
-    return TelemetryHandles(
+    handles = TelemetryHandles(
         tracer_provider=tracer_provider,
         meter_provider=meter_provider,
         span_processors=processors,
@@ -357,7 +580,45 @@ def _build(
         metric_exporters=metric_exporters,
         owns_tracer_provider=existing_tp is None,
         owns_meter_provider=existing_mp is None,
+        exit_timeout_millis=exit_timeout_millis,
     )
+    handles._stoppable = tuple(stoppable)
+    return handles
+
+
+def _add_span_exporters(
+    tracer_provider: TracerProvider,
+    processors: list[SpanProcessor],
+    exporters: list[SpanExporter],
+    stoppable: list[SpanExporter],
+    span_exporter: SpanExporter | None,
+    trace_otlp: OtlpProtocol | None,
+    console: bool | None,
+    console_stream: TextIO | None,
+) -> None:
+    if span_exporter is not None:
+        exporters.append(span_exporter)
+        processors.append(SimpleSpanProcessor(span_exporter))
+    elif trace_otlp is not None:
+        exporters.append(_otlp_span_exporter(trace_otlp))
+        stoppable.append(_StopOnceSpanExporter(exporters[0]))
+        processors.append(BatchSpanProcessor(stoppable[0]))
+    if console or (console is None and not exporters):
+        exporters.append(ConsoleTreeExporter(console_stream))
+        processors.append(SimpleSpanProcessor(exporters[-1]))
+    for processor in processors:
+        tracer_provider.add_span_processor(processor)
+
+
+def _metric_exporters(
+    kinds: tuple[MetricsExporterName, ...], otlp_protocol: OtlpProtocol | None
+) -> list[MetricExporter]:
+    exporters: list[MetricExporter] = []
+    if otlp_protocol is not None:
+        exporters.append(_otlp_metric_exporter(otlp_protocol))
+    if "console" in kinds:
+        exporters.append(ConsoleMetricExporter())
+    return exporters
 
 
 def _install_global(

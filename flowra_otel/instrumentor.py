@@ -21,6 +21,14 @@ Keyword arguments of ``instrument()`` are passed to `OtelHooks` (``tracer_provid
 up by ``opentelemetry-instrument`` before instrumentors run) and content capture follows
 ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``.
 
+Nothing exported is the classic zero-code failure: ``opentelemetry-instrument`` without
+``opentelemetry-distro`` (or with ``OTEL_TRACES_EXPORTER=none``) loads the instrumentors but
+installs no tracer provider, so the app runs, traces nothing visible and says nothing. When the
+first ``HookRegistry`` is created after ``instrument()`` (without an explicit ``tracer_provider``)
+and the global tracer provider is still the API's placeholder, a warning says so, once per
+process, with the fix. It is checked then and not inside ``instrument()``, because an app may
+instrument first and call ``configure_telemetry()`` right after.
+
 ``uninstrument()`` puts ``HookRegistry.__init__`` back and removes the plugin's patches of flowra
 (``patches.uninstall()``), so nothing is traced any more, explicitly added `OtelHooks` included,
 until the patches are installed again (by building an `OtelHooks`, or instrumenting again).
@@ -31,11 +39,14 @@ remove a handler, and they are inert without the patches.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, Final
 
 import wrapt
+from opentelemetry import trace
+from opentelemetry.sdk.environment_variables import OTEL_SDK_DISABLED
 
 from . import patches
 from ._flowra import HookRegistry
@@ -67,8 +78,31 @@ _INIT: Final = "__init__"
 _lock = threading.Lock()
 _state: dict[str, Any] = {}
 """``original``: ``HookRegistry.__dict__['__init__']`` before wrapping; ``hooks``: the shared
-`OtelHooks`. Module state, not instance state: `BaseInstrumentor` is a singleton whose
-``__init__`` runs again on every ``FlowraInstrumentor()``."""
+`OtelHooks`; ``check_provider``: whether the next new registry should look for a tracer provider.
+Module state, not instance state: `BaseInstrumentor` is a singleton whose ``__init__`` runs again
+on every ``FlowraInstrumentor()``."""
+
+
+NO_PROVIDER_WARNING: Final = (
+    "flowra_otel: FlowraInstrumentor is tracing flowra agents, but no OpenTelemetry tracer provider "
+    "is installed, so their spans go nowhere. With opentelemetry-instrument: install "
+    "opentelemetry-distro (pip install 'flowra-otel[instrument]') and set OTEL_EXPORTER_OTLP_ENDPOINT "
+    "(or OTEL_TRACES_EXPORTER=console). In code: call flowra_otel.export.configure_telemetry() before "
+    "the agents are built, or pass instrument(tracer_provider=...)."
+)
+_warned_no_provider = False
+
+
+def _warn_if_spans_go_nowhere() -> None:
+    """Warn once per process if the global tracer provider is still the API's placeholder."""
+    global _warned_no_provider  # noqa: PLW0603 -- once per process, as the warning promises
+    if _state.pop("check_provider", False) is not True or _warned_no_provider:
+        return
+    if os.environ.get(OTEL_SDK_DISABLED, "").strip().lower() == "true":
+        return  # switched off on purpose
+    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        _warned_no_provider = True
+        logger.warning(NO_PROVIDER_WARNING)
 
 
 def _registry_init_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> None:
@@ -76,6 +110,11 @@ def _registry_init_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) 
     hooks = _state.get("hooks")
     if hooks is None:
         return
+    if "check_provider" in _state:
+        try:
+            _warn_if_spans_go_nowhere()
+        except Exception:
+            logger.debug("flowra_otel: could not check the global tracer provider", exc_info=True)
     try:
         instance.add(hooks)
     except Exception:
@@ -100,6 +139,7 @@ class FlowraInstrumentor(BaseInstrumentor):
         hooks._auto = True  # an OtelHooks the app adds to a registry replaces this one there
         with _lock:
             _state["hooks"] = hooks
+            _state["check_provider"] = kwargs.get("tracer_provider") is None
             if not _is_wrapped():
                 _state["original"] = HookRegistry.__dict__[_INIT]
                 wrapt.wrap_function_wrapper(HookRegistry, _INIT, _registry_init_wrapper)
@@ -108,6 +148,7 @@ class FlowraInstrumentor(BaseInstrumentor):
         with _lock:
             original = _state.pop("original", None)
             _state.pop("hooks", None)
+            _state.pop("check_provider", None)
             if original is not None and _is_wrapped():
                 setattr(HookRegistry, _INIT, original)
         patches.uninstall()

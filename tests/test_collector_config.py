@@ -1,9 +1,15 @@
-"""collector-config.yaml (the OpenTelemetry Collector config we ship) is internally consistent.
+"""The OpenTelemetry Collector configs we ship are internally consistent and wired together.
 
-No collector binary runs here, so this checks what the collector would reject or silently
-mis-wire: pipelines naming undefined components, defined components no pipeline uses, processor
-order, listen addresses, and that the redaction guard covers exactly the GenAI content keys.
-The YAML snippets of docs/export.md are parsed too, so the documented stack stays loadable.
+``collector-config.yaml`` is the collector (and, scaled out, the sampling tier);
+``collector-gateway.yaml`` the load-balancing tier in front of several of them. No collector
+binary runs here (none is packaged in a registry this project reaches; the one Python wheel
+that bundles an ``otelcol-contrib`` carries only a handful of components, without the OTLP
+receiver, tail sampling or load balancing), so this checks what the collector would reject or
+silently mis-wire: pipelines naming undefined components, defined components no pipeline uses,
+processor order, listen addresses, that the redaction guard covers exactly the GenAI content
+keys, that tail sampling keeps what the docs promise, and that the gateway routes by trace id to
+the samplers' port. The YAML snippets of docs/export.md are parsed too, so the documented stacks
+stay loadable.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG_PATH = ROOT / "collector-config.yaml"
+GATEWAY_PATH = ROOT / "collector-gateway.yaml"
 DOCS_PATH = ROOT / "docs" / "export.md"
 
 KINDS = ("receivers", "processors", "exporters")
@@ -38,11 +45,26 @@ def component_type(component_id: str) -> str:
     return component_id.split("/", 1)[0]
 
 
-@pytest.fixture(scope="module")
-def config() -> dict[str, Any]:
-    loaded = yaml.safe_load(CONFIG_PATH.read_text(encoding="utf-8"))
+def load(path: Path) -> dict[str, Any]:
+    loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
     assert isinstance(loaded, dict)
     return loaded
+
+
+@pytest.fixture(scope="module")
+def config() -> dict[str, Any]:
+    return load(CONFIG_PATH)
+
+
+@pytest.fixture(scope="module")
+def gateway() -> dict[str, Any]:
+    return load(GATEWAY_PATH)
+
+
+@pytest.fixture(scope="module", params=[CONFIG_PATH.name, GATEWAY_PATH.name])
+def any_config(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """Each shipped config, for the checks every collector config must pass."""
+    return load(ROOT / request.param)
 
 
 @pytest.fixture(scope="module")
@@ -57,15 +79,15 @@ def pipelines_of_signal(pipelines: dict[str, dict[str, list[str]]], signal: str)
     return [p for name, p in pipelines.items() if component_type(name) == signal]
 
 
-def test_top_level_sections(config: dict[str, Any]) -> None:
-    assert set(config) <= {"extensions", "receivers", "processors", "exporters", "connectors", "service"}
+def test_top_level_sections(any_config: dict[str, Any]) -> None:
+    assert set(any_config) <= {"extensions", "receivers", "processors", "exporters", "connectors", "service"}
     for kind in KINDS:
-        assert isinstance(config[kind], dict) and config[kind], kind
+        assert isinstance(any_config[kind], dict) and any_config[kind], kind
 
 
-def test_pipelines_reference_only_defined_components(
-    config: dict[str, Any], pipelines: dict[str, dict[str, list[str]]]
-) -> None:
+def test_pipelines_reference_only_defined_components(any_config: dict[str, Any]) -> None:
+    config = any_config
+    pipelines: dict[str, dict[str, list[str]]] = config["service"]["pipelines"]
     for name, pipeline in pipelines.items():
         assert set(pipeline) <= set(KINDS), name
         assert pipeline.get("receivers") and pipeline.get("exporters"), f"{name} needs receivers and exporters"
@@ -76,7 +98,9 @@ def test_pipelines_reference_only_defined_components(
             assert not undefined, f"pipeline {name} uses undefined {kind}: {sorted(undefined)}"
 
 
-def test_every_defined_component_is_used(config: dict[str, Any], pipelines: dict[str, dict[str, list[str]]]) -> None:
+def test_every_defined_component_is_used(any_config: dict[str, Any]) -> None:
+    config = any_config
+    pipelines: dict[str, dict[str, list[str]]] = config["service"]["pipelines"]
     for kind in KINDS:
         used = {component for pipeline in pipelines.values() for component in pipeline.get(kind, [])}
         unused = set(config[kind]) - used
@@ -84,15 +108,15 @@ def test_every_defined_component_is_used(config: dict[str, Any], pipelines: dict
     assert set(config.get("extensions") or {}) == set(config["service"].get("extensions") or [])
 
 
-def test_otlp_receiver_listens_on_all_interfaces(config: dict[str, Any]) -> None:
-    protocols = config["receivers"]["otlp"]["protocols"]
+def test_otlp_receiver_listens_on_all_interfaces(any_config: dict[str, Any]) -> None:
+    protocols = any_config["receivers"]["otlp"]["protocols"]
     assert protocols["grpc"]["endpoint"] == "0.0.0.0:4317"
     assert protocols["http"]["endpoint"] == "0.0.0.0:4318"
 
 
-def test_memory_limiter_first_and_batch_last(
-    config: dict[str, Any], pipelines: dict[str, dict[str, list[str]]]
-) -> None:
+def test_memory_limiter_first_and_batch_last(any_config: dict[str, Any]) -> None:
+    config = any_config
+    pipelines: dict[str, dict[str, list[str]]] = config["service"]["pipelines"]
     for name, pipeline in pipelines.items():
         processors = pipeline.get("processors", [])
         assert processors, f"{name} has no processors"
@@ -177,8 +201,12 @@ def test_docs_yaml_snippets_parse_and_wire_the_collector_config() -> None:
     blocks = [yaml.safe_load(block) for block in yaml_blocks(DOCS_PATH.read_text(encoding="utf-8"))]
     assert blocks, "docs/export.md has no ```yaml blocks"
     composes = [b for b in blocks if isinstance(b, dict) and "services" in b]
-    assert len(composes) == 1, "exactly one docker-compose snippet"
-    services = composes[0]["services"]
+    mounting = {
+        name: [c for c in composes if any(name in str(v) for s in c["services"].values() for v in s.get("volumes", []))]
+        for name in (CONFIG_PATH.name, GATEWAY_PATH.name)
+    }
+    (full_stack,) = [c for c in mounting[CONFIG_PATH.name] if c not in mounting[GATEWAY_PATH.name]]
+    services = full_stack["services"]
     assert {"otel-collector", "jaeger", "tempo", "grafana"} <= set(services)
     collector = services["otel-collector"]
     assert any(str(v).startswith("./collector-config.yaml:") for v in collector["volumes"])
@@ -188,3 +216,161 @@ def test_docs_yaml_snippets_parse_and_wire_the_collector_config() -> None:
     assert len(tempo_configs) == 1, "exactly one tempo.yaml snippet"
     otlp = tempo_configs[0]["distributor"]["receivers"]["otlp"]["protocols"]
     assert otlp["grpc"]["endpoint"].endswith(":4317")
+
+
+# --- tail sampling (collector-config.yaml) ----------------------------------------------------
+
+
+def go_duration_seconds(value: str) -> float:
+    """``60s`` / ``1m30s`` / ``500ms`` -> seconds (the subset of Go durations these configs use)."""
+    units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h)", value)
+    assert parts and "".join(n + u for n, u in parts) == value, value
+    return sum(float(n) * units[u] for n, u in parts)
+
+
+def leaf_policies(policy: dict[str, Any]) -> list[dict[str, Any]]:
+    if policy["type"] == "and":
+        return [leaf for sub in policy["and"]["and_sub_policy"] for leaf in leaf_policies(sub)]
+    return [policy]
+
+
+def is_agent_run_filter(policy: dict[str, Any]) -> bool:
+    agent_runs: dict[str, Any] = {"key": "gen_ai.operation.name", "values": ["invoke_agent"]}
+    return bool(policy["type"] == "string_attribute" and policy["string_attribute"] == agent_runs)
+
+
+@pytest.fixture(scope="module")
+def sampling_policies(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    policies = config["processors"]["tail_sampling"]["policies"]
+    names = [p["name"] for p in policies]
+    assert len(names) == len(set(names)), names
+    return {p["name"]: p for p in policies}
+
+
+def test_tail_sampling_runs_on_every_traces_pipeline_before_the_guard_and_batching(
+    pipelines: dict[str, dict[str, list[str]]],
+) -> None:
+    for pipeline in pipelines_of_signal(pipelines, "traces"):
+        processors = pipeline["processors"]
+        assert processors.index("tail_sampling") < processors.index(REDACTION_PROCESSOR) < processors.index("batch")
+    for pipeline in pipelines_of_signal(pipelines, "metrics"):
+        assert "tail_sampling" not in pipeline["processors"]
+
+
+def test_tail_sampling_keeps_failed_redacted_and_slow_agent_runs(
+    sampling_policies: dict[str, dict[str, Any]],
+) -> None:
+    keep_all = [p for p in sampling_policies.values() if p["type"] != "probabilistic"]
+    leaves = {p["name"]: leaf_policies(p) for p in keep_all}
+
+    errors = [n for n, ls in leaves.items() if any(leaf["type"] == "status_code" for leaf in ls)]
+    assert len(errors) == 1
+    (error_leaf,) = [leaf for leaf in leaves[errors[0]] if leaf["type"] == "status_code"]
+    assert error_leaf["status_code"]["status_codes"] == ["ERROR"]
+
+    redacted = [n for n, ls in leaves.items() if any(leaf["type"] == "boolean_attribute" for leaf in ls)]
+    assert len(redacted) == 1
+    assert sampling_policies[redacted[0]]["boolean_attribute"] == {"key": "flowra.redaction.applied", "value": True}
+
+    slow = [n for n, ls in leaves.items() if any(leaf["type"] == "latency" for leaf in ls)]
+    assert len(slow) == 1
+    (latency_leaf,) = [leaf for leaf in leaves[slow[0]] if leaf["type"] == "latency"]
+    assert latency_leaf["latency"]["threshold_ms"] >= 1000
+
+    # Errors and slowness count for agent runs: each is AND-ed with an invoke_agent span.
+    for name in (errors[0], slow[0]):
+        assert sampling_policies[name]["type"] == "and"
+        assert sum(is_agent_run_filter(leaf) for leaf in leaves[name]) == 1, name
+
+
+def test_tail_sampling_samples_the_rest(sampling_policies: dict[str, dict[str, Any]]) -> None:
+    (rest,) = [p for p in sampling_policies.values() if p["type"] == "probabilistic"]
+    assert 0 < rest["probabilistic"]["sampling_percentage"] < 100
+
+
+def test_tail_sampling_waits_for_a_whole_agent_run(config: dict[str, Any]) -> None:
+    tail_sampling = config["processors"]["tail_sampling"]
+    decision_wait = go_duration_seconds(tail_sampling["decision_wait"])
+    assert decision_wait >= 30, "agent runs take tens of seconds: a shorter wait decides before the root ends"
+    (slow,) = [
+        leaf for policy in tail_sampling["policies"] for leaf in leaf_policies(policy) if leaf["type"] == "latency"
+    ]
+    assert slow["latency"]["threshold_ms"] / 1000 <= decision_wait, "a slow run must be seen whole to count as slow"
+    assert tail_sampling["num_traces"] > 0
+
+
+# --- the load-balancing tier (collector-gateway.yaml) -----------------------------------------
+
+
+def test_gateway_routes_every_span_by_trace_id_to_the_samplers(gateway: dict[str, Any], config: dict[str, Any]) -> None:
+    pipelines = gateway["service"]["pipelines"]
+    traces = pipelines_of_signal(pipelines, "traces")
+    assert traces
+    for pipeline in traces:
+        assert pipeline["exporters"] == ["loadbalancing"], "every span, and only through the load balancer"
+    balancer = gateway["exporters"]["loadbalancing"]
+    assert balancer["routing_key"] == "traceID"
+    template = balancer["protocol"]["otlp"]
+    assert "endpoint" not in template, "the load balancer sets each sampler's endpoint itself"
+    assert template["tls"]["insecure"] is True
+    (resolver_kind,) = [kind for kind in ("dns", "static", "k8s") if kind in balancer["resolver"]]
+    assert resolver_kind == "dns"
+    # The port the gateway sends to is the samplers' OTLP/gRPC port.
+    sampler_grpc_port = int(config["receivers"]["otlp"]["protocols"]["grpc"]["endpoint"].rsplit(":", 1)[1])
+    assert balancer["resolver"]["dns"]["port"] == sampler_grpc_port
+
+
+def test_gateway_is_stateless_and_leaves_sampling_and_redaction_to_the_samplers(gateway: dict[str, Any]) -> None:
+    types = {component_type(p) for p in gateway["processors"]}
+    assert "tail_sampling" not in types
+    assert REDACTION_PROCESSOR not in gateway["processors"]
+    # Metrics do not need trace affinity and never go through the trace-id balancer.
+    for pipeline in pipelines_of_signal(gateway["service"]["pipelines"], "metrics"):
+        assert "loadbalancing" not in pipeline["exporters"]
+
+
+def test_docs_show_the_two_tier_layout() -> None:
+    """The scale-out compose snippet: gateways in front, the samplers behind under the DNS name
+    the gateway's resolver asks for, each sampler running collector-config.yaml."""
+    blocks = [yaml.safe_load(block) for block in yaml_blocks(DOCS_PATH.read_text(encoding="utf-8"))]
+    (two_tier,) = [
+        b
+        for b in blocks
+        if isinstance(b, dict)
+        and "services" in b
+        and any(GATEWAY_PATH.name in str(v) for s in b["services"].values() for v in s.get("volumes", []))
+    ]
+    services = two_tier["services"]
+    hostname = load(GATEWAY_PATH)["exporters"]["loadbalancing"]["resolver"]["dns"]["hostname"]
+    assert hostname in services, f"the gateway resolves {hostname!r}: it must be the samplers' service name"
+    sampler = services[hostname]
+    assert any(str(v).startswith(f"./{CONFIG_PATH.name}:") for v in sampler["volumes"])
+    assert "ports" not in sampler, "samplers are reached through the gateway only (and scale without port clashes)"
+    (gateway_service,) = [
+        s for s in services.values() if any(str(v).startswith(f"./{GATEWAY_PATH.name}:") for v in s.get("volumes", []))
+    ]
+    assert {"4317:4317", "4318:4318"} <= {str(p) for p in gateway_service["ports"]}
+
+
+def test_backends_doc_dedicates_tempo_columns_tempo_accepts() -> None:
+    """docs/backends.md: the dedicated columns it recommends parse, use types Tempo has, and
+    cover the attributes agent queries filter by."""
+    blocks = [yaml.safe_load(b) for b in yaml_blocks((ROOT / "docs" / "backends.md").read_text(encoding="utf-8"))]
+    columns = [
+        column
+        for block in blocks
+        if isinstance(block, dict)
+        for column in (
+            block.get("storage", {}).get("trace", {}).get("block", {}).get("parquet_dedicated_columns")
+            or block.get("parquet_dedicated_columns")
+            or []
+        )
+    ]
+    names = {c["name"] for c in columns}
+    assert {"gen_ai.operation.name", "gen_ai.agent.name", "gen_ai.conversation.id", "flowra.redaction.fields"} <= names
+    for column in columns:
+        assert column["type"] in {"string", "int"}, column  # no bool columns: flowra.redaction.applied cannot be one
+        assert column["scope"] in {"span", "resource", "event"}, column
+        assert set(column.get("options", [])) <= {"array", "blob"}, column
+    assert "flowra.redaction.applied" not in names

@@ -26,12 +26,18 @@ from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExp
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as HttpMetricExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader, PeriodicExportingMetricReader
+from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, InMemoryMetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from flowra_otel.console import ConsoleTreeExporter
-from flowra_otel.export import TelemetryHandles, configure_telemetry, resolve_otlp_protocol
+from flowra_otel.export import (
+    DEFAULT_TIMEOUT_MILLIS,
+    TelemetryHandles,
+    configure_telemetry,
+    resolve_metrics_exporters,
+    resolve_otlp_protocol,
+)
 
 CLOSED_PORT = "http://127.0.0.1:9"
 
@@ -200,6 +206,107 @@ def test_resolve_otlp_protocol(monkeypatch: pytest.MonkeyPatch) -> None:
 
     assert resolve_otlp_protocol("traces") == "grpc"
     assert resolve_otlp_protocol("metrics") == "http/protobuf"
+
+
+# --- metrics only when wanted ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        pytest.param({}, (), id="nothing-set"),
+        pytest.param({"OTEL_EXPORTER_OTLP_ENDPOINT": CLOSED_PORT}, ("otlp",), id="generic-endpoint"),
+        pytest.param({"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": CLOSED_PORT}, ("otlp",), id="metrics-endpoint"),
+        pytest.param({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": CLOSED_PORT}, (), id="traces-endpoint-only"),
+        pytest.param({"OTEL_EXPORTER_OTLP_ENDPOINT": CLOSED_PORT, "OTEL_METRICS_EXPORTER": "none"}, (), id="none-wins"),
+        pytest.param({"OTEL_METRICS_EXPORTER": " None "}, (), id="none-case-space"),
+        pytest.param({"OTEL_METRICS_EXPORTER": "otlp"}, ("otlp",), id="explicit-otlp"),
+        pytest.param({"OTEL_METRICS_EXPORTER": "console"}, ("console",), id="console"),
+        pytest.param({"OTEL_METRICS_EXPORTER": "otlp, console,otlp"}, ("otlp", "console"), id="list"),
+        pytest.param({"OTEL_METRICS_EXPORTER": ""}, (), id="empty-is-unset"),
+    ],
+)
+def test_resolve_metrics_exporters(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], expected: tuple[str]) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+
+    assert resolve_metrics_exporters() == expected
+
+
+@pytest.mark.parametrize("value", ["prometheus", "otlp,bogus", "none,otlp", "jaeger"])
+def test_unsupported_metrics_exporter_raises(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("OTEL_METRICS_EXPORTER", value)
+
+    with pytest.raises(ValueError, match=rf"^OTEL_METRICS_EXPORTER='{value}': configure_telemetry supports") as error:
+        configure_telemetry(set_global=False, register_atexit=False)
+
+    assert ("PrometheusMetricReader" in str(error.value)) == (value == "prometheus")
+
+
+def test_metrics_exporter_none_keeps_traces_on_otlp(
+    monkeypatch: pytest.MonkeyPatch, configure: Callable[..., TelemetryHandles]
+) -> None:
+    """The set-up for Jaeger, Tempo or Phoenix behind one base URL: traces yes, metrics no."""
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", CLOSED_PORT)
+    monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
+
+    handles = configure()
+
+    assert [type(e) for e in handles.span_exporters] == [HttpSpanExporter]
+    assert handles.metric_readers == ()
+    assert handles.metric_exporters == ()
+
+
+def test_explicit_otlp_metrics_with_a_traces_endpoint(
+    monkeypatch: pytest.MonkeyPatch, configure: Callable[..., TelemetryHandles]
+) -> None:
+    """Asked for by name, metrics are exported even though only a trace endpoint is set."""
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", f"{CLOSED_PORT}/v1/traces")
+    monkeypatch.setenv("OTEL_METRICS_EXPORTER", "otlp")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "grpc")
+
+    handles = configure()
+
+    assert [type(e) for e in handles.metric_exporters] == [GrpcMetricExporter]
+
+
+def test_console_metrics_exporter(monkeypatch: pytest.MonkeyPatch, configure: Callable[..., TelemetryHandles]) -> None:
+    monkeypatch.setenv("OTEL_METRICS_EXPORTER", "console")
+
+    handles = configure(console=False)
+
+    assert [type(e) for e in handles.metric_exporters] == [ConsoleMetricExporter]
+    assert [type(r) for r in handles.metric_readers] == [PeriodicExportingMetricReader]
+
+
+def test_metrics_false_turns_metric_export_off(
+    monkeypatch: pytest.MonkeyPatch, configure: Callable[..., TelemetryHandles]
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", CLOSED_PORT)
+    monkeypatch.setenv("OTEL_METRICS_EXPORTER", "otlp")
+
+    handles = configure(metrics=False)
+
+    assert [type(e) for e in handles.span_exporters] == [HttpSpanExporter]
+    assert handles.metric_readers == ()
+    handles.meter_provider.get_meter("test").create_counter("c").add(1)  # still works, goes nowhere
+    assert configure(metrics=True).metric_exporters != ()
+
+
+def test_the_default_flush_and_exit_budget_is_two_seconds() -> None:
+    """Long enough for a healthy collector, short enough that a dead one barely delays exit."""
+    assert DEFAULT_TIMEOUT_MILLIS == 2_000
+
+
+def test_metrics_option_bad_input() -> None:
+    with pytest.raises(ValueError, match="metrics=False and a metric_reader contradict"):
+        configure_telemetry(
+            set_global=False, register_atexit=False, metrics=False, metric_reader=InMemoryMetricReader()
+        )
+    with pytest.raises(ValueError, match="metrics must be True or False, got 'no'"):
+        configure_telemetry(set_global=False, register_atexit=False, metrics="no")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="exit_timeout_millis must be a non-negative int"):
+        configure_telemetry(set_global=False, register_atexit=False, exit_timeout_millis=-1)
 
 
 # --- explicit exporter and reader ------------------------------------------------------------

@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from flowra_otel import OtelHooks, patches, semconv
-from flowra_otel.instrumentor import FlowraInstrumentor
+from flowra_otel.instrumentor import NO_PROVIDER_WARNING, FlowraInstrumentor
 from tests import span_tree
 from tests.conftest import wrapped_result
 from tests.flowra_support import (
@@ -324,6 +324,7 @@ def test_unmodified_app_under_opentelemetry_instrument(tmp_path: Path) -> None:
         )
         assert proc.returncode == 0, proc.stderr
         assert "answer: It is noon in Oslo." in proc.stdout
+        assert "spans go nowhere" not in proc.stderr  # the distro installed a provider
         spans = rx.wait_for_spans(4, timeout=10)
     names = sorted(s.name for s in spans)
     assert names == ["chat gpt-4o", "chat gpt-4o", "execute_tool get_time", "invoke_agent assistant"], names
@@ -338,3 +339,91 @@ def test_unmodified_app_under_opentelemetry_instrument(tmp_path: Path) -> None:
     assert chat.attributes[semconv.GEN_AI_PROVIDER_NAME] == "openai"
     # Content capture is opt-in, also zero-code.
     assert semconv.GEN_AI_TOOL_CALL_RESULT not in tool.attributes
+
+
+def test_opentelemetry_instrument_without_a_configurator_says_how_to_fix_it(tmp_path: Path) -> None:
+    """As without ``opentelemetry-distro``: instrumentors load, no provider is installed. Naming a
+    configurator that does not exist is the same situation, reproducible in the dev venv."""
+    app = tmp_path / "app.py"
+    app.write_text(textwrap.dedent(APP), encoding="utf-8")
+    launcher = Path(sys.executable).parent / "opentelemetry-instrument"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(
+        {
+            "OTEL_PYTHON_CONFIGURATOR": "not-installed",
+            "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
+            "OTEL_SERVICE_NAME": "zero-code-app",
+        }
+    )
+    proc = subprocess.run(
+        [str(launcher), sys.executable, str(app)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "answer: It is noon in Oslo." in proc.stdout  # the app is unaffected
+    assert proc.stderr.count(NO_PROVIDER_WARNING) == 1, proc.stderr
+
+
+NO_PROVIDER_APP = """
+    import logging, sys
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s %(levelname)s %(message)s")
+    from flowra.agent import HookRegistry
+    from flowra_otel.instrumentor import FlowraInstrumentor
+
+    SETUP
+    FlowraInstrumentor().instrument(**KWARGS)
+    AFTER
+    HookRegistry()
+    HookRegistry()
+    FlowraInstrumentor().uninstrument()
+    FlowraInstrumentor().instrument(**KWARGS)
+    HookRegistry()
+    print("done")
+"""
+
+
+@pytest.mark.parametrize(
+    ("setup", "kwargs", "after", "env", "warnings"),
+    [
+        pytest.param("", "{}", "", {}, 1, id="nothing-installed-warns-once"),
+        pytest.param(
+            "",
+            "{}",
+            "from flowra_otel.export import configure_telemetry; configure_telemetry(console=False)",
+            {},
+            0,
+            id="configured-after-instrument",
+        ),
+        pytest.param(
+            "from opentelemetry.sdk.trace import TracerProvider",
+            "{'tracer_provider': TracerProvider()}",
+            "",
+            {},
+            0,
+            id="explicit-provider",
+        ),
+        pytest.param("", "{}", "", {"OTEL_SDK_DISABLED": "true"}, 0, id="sdk-disabled-on-purpose"),
+    ],
+)
+def test_warning_when_spans_would_go_nowhere(
+    setup: str, kwargs: str, after: str, env: dict[str, str], warnings: int
+) -> None:
+    code = textwrap.dedent(NO_PROVIDER_APP).replace("SETUP", setup).replace("KWARGS", kwargs).replace("AFTER", after)
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    proc = subprocess.run(
+        [sys.executable, "-W", "error", "-c", code],
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "done\n"
+    assert proc.stderr.count(f"flowra_otel WARNING {NO_PROVIDER_WARNING}") == warnings, proc.stderr
+    assert proc.stderr.count("spans go nowhere") == warnings, proc.stderr
