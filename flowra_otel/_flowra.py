@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from flowra.agent import Event, HookContext, HookRegistry
+from flowra.lib.tool_loop import ToolLoopConfig
 from flowra.lib.tool_loop import hook_events as _events
 from flowra.lib.tool_loop.spec import ToolLoopResult, ToolLoopStatus
 from flowra.llm import LLMProvider, LLMRequest, LLMResponse, StopReason, ToolResultBlock, ToolUseBlock, Usage
@@ -48,12 +49,14 @@ __all__ = [
     "ToolResultBlock",
     "ToolUseBlock",
     "Usage",
+    "agent_llm_config",
     "agent_name_of",
     "child_index_of",
     "events",
     "forward_target",
     "node_id_of",
     "parent_of",
+    "provider_class_of",
     "registry_context",
     "registry_handlers",
     "runtime_storage",
@@ -168,6 +171,20 @@ def services_of(node: Any) -> dict[type, Any]:
     get = getattr(scope, "get_services", None)
     services = get() if get is not None else None
     return services if isinstance(services, dict) else {}
+
+
+def agent_llm_config(node: Any) -> Any:
+    """The ``LLMConfig`` of the tool loop a node runs, when it is a fixed value (flowra also
+    accepts a function resolved per call; then the model is known only from the calls)."""
+    config = services_of(node).get(ToolLoopConfig)
+    llm_config = getattr(config, "llm_config", None)
+    return llm_config if isinstance(getattr(llm_config, "model", None), str) else None
+
+
+def provider_class_of(node: Any) -> str | None:
+    """The class name of the ``LLMProvider`` a node's agent calls (flowra's own are recognised)."""
+    provider = services_of(node).get(LLMProvider)
+    return type(provider).__name__ if provider is not None else None
 
 
 def child_index_of(node: Any) -> int | None:

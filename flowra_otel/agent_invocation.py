@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 from opentelemetry.trace import Link, SpanKind
+from opentelemetry.util.types import AttributeValue
 
 from . import attributes, semconv
 from .attributes import TokenUsage
 from .chat_invocation import ChatInvocation
 from .content import ContentRenderer
-from .errors import end_error_type, record_end
+from .errors import end_metric_error, record_end
 from .safety import guarded
 from .tool_invocation import ToolInvocation
 
@@ -41,6 +43,8 @@ class AgentInvocation:
         "context",
         "ended",
         "llm_calls",
+        "metric_extra",
+        "model_at_start",
         "models",
         "name",
         "node",
@@ -48,7 +52,9 @@ class AgentInvocation:
         "pending_tools",
         "span",
         "start_ns",
+        "system_recorded",
         "tool_calls",
+        "tool_descriptions",
         "tools",
         "usage",
     )
@@ -64,9 +70,14 @@ class AgentInvocation:
         links: list[Link],
         start_ns: int,
         content: ContentRenderer | None,
+        metric_extra: Mapping[str, AttributeValue],
     ) -> None:
         self.owner = owner
         self.content = content  # the run's renderer when content capture is on
+        self.metric_extra = metric_extra  # the run's extra metric attributes (filled in as known)
+        self.model_at_start = semconv.GEN_AI_REQUEST_MODEL in attrs  # from the agent's own config
+        self.system_recorded = False
+        self.tool_descriptions: dict[str, str] = {}  # tools offered by the latest request: name -> description
         self.node = node  # strong ref: keeps id(node) unique while the invocation lives
         self.name = name
         self.start_ns = start_ns
@@ -89,12 +100,33 @@ class AgentInvocation:
         self.context = trace.set_span_in_context(self.span)  # the parent of its chat and tool spans
 
     # ------------------------------------------------------------------ children
-    def chat_started(self, chat: ChatInvocation) -> None:
+    def chat_started(self, chat: ChatInvocation, request: Any) -> None:
         if self.chat is not None:  # a previous call never saw its AfterLLMCallEvent
             self.end_chat(reason=semconv.END_ERROR)
         self.chat = chat
         self.models.add(chat.model)
         self.llm_calls += 1
+        self.tool_descriptions = attributes.tool_descriptions(getattr(request, "tools", None))
+
+    def record_input(self, messages: Any) -> None:
+        """The run's input, as every UserMessageEvent hook left it (content capture only)."""
+        content = self.content
+        if content is None or not self.span.is_recording():
+            return
+        _, rendered = content.input_messages(messages)
+        self.span.set_attribute(semconv.GEN_AI_INPUT_MESSAGES, rendered)
+        if self.owner.options.openinference:
+            self.span.set_attributes({semconv.OI_INPUT_VALUE: rendered, semconv.OI_INPUT_MIME_TYPE: semconv.MIME_JSON})
+
+    def record_system(self, request: Any) -> None:
+        """The agent's system instructions, from its first LLM request (content capture only)."""
+        content = self.content
+        if content is None or self.system_recorded or not self.span.is_recording():
+            return
+        self.system_recorded = True
+        system, _ = content.input_messages([m for m in request.messages if type(m).__name__ == "SystemMessage"])
+        if system is not None:
+            self.span.set_attribute(semconv.GEN_AI_SYSTEM_INSTRUCTIONS, system)
 
     def end_chat(
         self,
@@ -170,7 +202,7 @@ class AgentInvocation:
             return
         self.ended = True
         end_ns = time.time_ns()
-        error_type = end_error_type(error, reason)
+        metric_error = end_metric_error(error, reason, classify=True)
         try:
             child_reason = reason or semconv.END_RUN_ENDED
             guarded(self.end_chat, error, reason=child_reason, end_ns=end_ns)
@@ -181,7 +213,7 @@ class AgentInvocation:
             logger.exception("flowra_otel: could not record the end of an invoke_agent span; it still ends")
         finally:
             self.span.end(end_time=end_ns)
-        guarded(self._record_metrics, end_ns, error_type)
+        guarded(self._record_metrics, end_ns, metric_error)
 
     def _apply_finish(self, error: BaseException | None, reason: str | None, result: Any) -> None:
         span = self.span
@@ -190,21 +222,42 @@ class AgentInvocation:
         result_usage = TokenUsage.of(getattr(result, "usage", None)) if result is not None else None
         usage = result_usage or self.usage
         if usage is not None:
-            span.set_attributes(attributes.agent_usage_attributes(usage))
+            span.set_attributes(attributes.usage_attributes(usage))
         if result is not None:
             span.set_attributes(attributes.tool_loop_result_attributes(result))
+            self._record_output(result)
         span.set_attribute(semconv.FLOWRA_TOOL_LOOP_ITERATIONS, self.llm_calls)
-        if len(self.models) == 1:
+        if not self.model_at_start and len(self.models) == 1:
             span.set_attribute(semconv.GEN_AI_REQUEST_MODEL, next(iter(self.models)))
+        if self.owner.options.openinference:
+            # OpenInference counts tokens on LLM spans only; an agent's own count is zero, so
+            # Phoenix does not add the run's total to the sum of its LLM calls a second time.
+            span.set_attributes(dict.fromkeys(semconv.OI_TOKEN_COUNT_KEYS, 0))
         content = self.content
-        record_end(span, error=error, reason=reason, render=content.text if content is not None else None)
+        record_end(
+            span, error=error, reason=reason, render=content.text if content is not None else None, classify=True
+        )
 
-    def _record_metrics(self, end_ns: int, error_type: str | None) -> None:
+    def _record_output(self, result: Any) -> None:
+        content = self.content
+        message = getattr(result, "result_message", None)
+        if content is None or message is None:
+            return
+        finish = attributes.finish_reason(getattr(result, "stop_reason", None) or "end_turn")
+        rendered = content.output_messages(message, finish)
+        self.span.set_attribute(semconv.GEN_AI_OUTPUT_MESSAGES, rendered)
+        if self.owner.options.openinference:
+            self.span.set_attributes(
+                {semconv.OI_OUTPUT_VALUE: rendered, semconv.OI_OUTPUT_MIME_TYPE: semconv.MIME_JSON}
+            )
+
+    def _record_metrics(self, end_ns: int, error: Mapping[str, AttributeValue] | None) -> None:
         self.owner.instruments.record_agent(
             self.name,
             next(iter(self.models)) if len(self.models) == 1 else None,
+            self.metric_extra,
             duration_s=(end_ns - self.start_ns) / 1e9,
-            error_type=error_type,
+            error=error,
             inference_calls=self.llm_calls,
             tool_calls=self.tool_calls,
         )

@@ -12,7 +12,7 @@ from opentelemetry.util.types import AttributeValue
 
 from . import semconv
 from ._flowra import LLMRequest, LLMResponse, ToolLoopResult
-from .safety import safe_float, safe_int, safe_str
+from .safety import safe_float, safe_int, safe_str, utf8_safe
 
 type Attributes = dict[str, AttributeValue]
 
@@ -85,7 +85,8 @@ class TokenUsage:
 
 
 def usage_attributes(usage: TokenUsage) -> Attributes:
-    """Per-call usage under the ``gen_ai.usage.*`` keys."""
+    """Usage under the ``gen_ai.usage.*`` keys: a call's on ``chat``, the run's on ``invoke_agent``
+    (the conventions put both there; a backend that sums model spans counts each token once)."""
     attrs: Attributes = {
         semconv.GEN_AI_USAGE_INPUT_TOKENS: usage.input,
         semconv.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output,
@@ -106,27 +107,39 @@ def chat_response_attributes(response: LLMResponse, usage: TokenUsage | None) ->
     return attrs
 
 
-def agent_usage_attributes(usage: TokenUsage) -> Attributes:
-    """Run totals for ``invoke_agent``, under ``flowra.agent.usage.*``.
-
-    Deliberately not the ``gen_ai.usage.*`` keys of the chat spans: backends that sum usage
-    over a trace would otherwise count every token twice.
-    """
-    attrs: Attributes = {
-        semconv.FLOWRA_AGENT_USAGE_INPUT_TOKENS: usage.input,
-        semconv.FLOWRA_AGENT_USAGE_OUTPUT_TOKENS: usage.output,
-    }
-    if usage.cache_read:
-        attrs[semconv.FLOWRA_AGENT_USAGE_CACHE_READ_INPUT_TOKENS] = usage.cache_read
-    if usage.cache_creation:
-        attrs[semconv.FLOWRA_AGENT_USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_creation
-    if usage.cost_usd is not None:
-        attrs[semconv.FLOWRA_AGENT_USAGE_COST_USD] = usage.cost_usd
-    return attrs
-
-
 def tool_loop_result_attributes(result: ToolLoopResult) -> Attributes:
     attrs: Attributes = {semconv.FLOWRA_TOOL_LOOP_STATUS: safe_str(getattr(result.status, "value", result.status))}
     if result.stop_reason is not None:
         attrs[semconv.GEN_AI_RESPONSE_FINISH_REASONS] = [finish_reason(result.stop_reason)]
+    return attrs
+
+
+def tool_descriptions(tools: Any) -> dict[str, str]:
+    """The tools a request offers: name -> description (``gen_ai.tool.description``)."""
+    out: dict[str, str] = {}
+    for tool in tools or ():
+        name = getattr(tool, "name", None)
+        if isinstance(name, str):
+            description = getattr(tool, "description", None)
+            out[name] = utf8_safe(description) if isinstance(description, str) else ""
+    return out
+
+
+def agent_config_attributes(llm_config: Any) -> Attributes:
+    """An agent's own model settings, known before its first call (``gen_ai.request.*`` on
+    ``invoke_agent``): a flowra tool loop has exactly one model per agent."""
+    attrs: Attributes = {}
+    model = getattr(llm_config, "model", None)
+    if not isinstance(model, str) or not model:
+        return attrs
+    attrs[semconv.FLOWRA_LLM_MODEL] = utf8_safe(model)
+    temperature = safe_float(getattr(llm_config, "temperature", None))
+    if temperature is not None:
+        attrs[semconv.GEN_AI_REQUEST_TEMPERATURE] = temperature
+    max_tokens = getattr(llm_config, "max_tokens", None)
+    if max_tokens is not None:
+        attrs[semconv.GEN_AI_REQUEST_MAX_TOKENS] = safe_int(max_tokens)
+    stop = getattr(llm_config, "stop_sequences", None)
+    if stop:
+        attrs[semconv.GEN_AI_REQUEST_STOP_SEQUENCES] = [safe_str(x) for x in stop]
     return attrs

@@ -15,15 +15,19 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind
+from opentelemetry.util.types import AttributeValue
 
 from . import attributes, semconv
 from .attributes import TokenUsage
 from .content import ContentRenderer
-from .errors import end_error_type, record_end
+from .errors import end_metric_error, record_end
+from .instruments import ChatMetricAttributes
 from .safety import guarded, safe_str, utf8_safe
 
 if TYPE_CHECKING:
@@ -31,15 +35,20 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("flowra_otel")
 
+_NO_EXTRA: Final[Mapping[str, AttributeValue]] = MappingProxyType({})
+
 
 class ChatInvocation:
     """One LLM call: started before the provider is called, stopped when its response arrived."""
 
     __slots__ = (
+        "agent_name",
         "content",
         "end_ns",
         "ended",
         "first_chunk_ns",
+        "last_chunk_ns",
+        "metric_extra",
         "model",
         "owner",
         "provider",
@@ -59,19 +68,27 @@ class ChatInvocation:
         streaming: bool,
         start_ns: int,
         content: ContentRenderer | None,
+        agent_name: str | None = None,
+        provider_class: str | None = None,
+        metric_extra: Mapping[str, AttributeValue] = _NO_EXTRA,
     ) -> None:
         self.owner = owner
         self.content = content  # None: no content is recorded on this span
+        self.agent_name = agent_name
+        self.metric_extra = metric_extra  # the run's extra metric attributes (filled in as known)
         self.start_ns = start_ns
         self.end_ns: int | None = None
         self.first_chunk_ns: int | None = None
+        self.last_chunk_ns: int | None = None
         self.response: Any = None
         self.tool_uses: dict[int, Any] = {}  # id(original tool-use block) -> the tool use after its hooks
         self.ended = False
-        provider, model = owner.options.resolve_provider_and_model(safe_str(request.model))
+        provider, model = owner.options.resolve_provider_and_model(safe_str(request.model), provider_class)
         self.provider = utf8_safe(provider)
         self.model = utf8_safe(model)
         attrs = attributes.chat_start_attributes(request, self.provider, self.model, streaming=streaming)
+        if agent_name:
+            attrs[semconv.GEN_AI_AGENT_NAME] = agent_name
         attrs.update(stamp)
         self.span = owner.tracer.start_span(
             f"{semconv.OP_CHAT} {self.model}" if self.model else semconv.OP_CHAT,
@@ -96,8 +113,14 @@ class ChatInvocation:
             span.set_attribute(semconv.GEN_AI_TOOL_DEFINITIONS, definitions)
 
     def chunk(self) -> None:
-        if self.first_chunk_ns is None:
-            self.first_chunk_ns = time.time_ns()
+        """A streaming chunk arrived: time to first chunk, then time per output chunk."""
+        now = time.time_ns()
+        last, self.last_chunk_ns = self.last_chunk_ns, now
+        if last is None:
+            self.first_chunk_ns = now
+            return
+        base, _, _ = self._metric_attributes()
+        self.owner.instruments.time_per_output_chunk.record((now - last) / 1e9, base)
 
     def respond(self, response: Any, at_ns: int) -> None:
         """The provider returned (after every AfterLLMCallEvent hook); the span ends at ``at_ns``."""
@@ -124,7 +147,7 @@ class ChatInvocation:
             return None
         self.ended = True
         usage: TokenUsage | None = None
-        error_type = end_error_type(error, reason)
+        metric_error = end_metric_error(error, reason, classify=True)
         try:
             usage = TokenUsage.of(getattr(self.response, "usage", None))
             self._apply_finish(error, reason, usage, withhold_output=withhold_output)
@@ -132,7 +155,7 @@ class ChatInvocation:
             logger.exception("flowra_otel: could not record the end of a chat span; it still ends")
         finally:
             self.span.end(end_time=end_ns)
-        guarded(self._record_metrics, end_ns, error_type, usage)
+        guarded(self._record_metrics, end_ns, metric_error, usage)
         return usage
 
     def _apply_finish(
@@ -152,15 +175,21 @@ class ChatInvocation:
                 )
         if self.first_chunk_ns is not None:
             span.set_attribute(semconv.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, (self.first_chunk_ns - self.start_ns) / 1e9)
-        record_end(span, error=error, reason=reason, render=content.text if content is not None else None)
+        record_end(
+            span, error=error, reason=reason, render=content.text if content is not None else None, classify=True
+        )
 
-    def _record_metrics(self, end_ns: int, error_type: str | None, usage: TokenUsage | None) -> None:
+    def _metric_attributes(self) -> ChatMetricAttributes:
+        return self.owner.instruments.chat_attributes(self.provider, self.model, self.agent_name, self.metric_extra)
+
+    def _record_metrics(
+        self, end_ns: int, error: Mapping[str, AttributeValue] | None, usage: TokenUsage | None
+    ) -> None:
         first_chunk = self.first_chunk_ns
         self.owner.instruments.record_chat(
-            self.provider,
-            self.model,
+            self._metric_attributes(),
             duration_s=(end_ns - self.start_ns) / 1e9,
-            error_type=error_type,
+            error=error,
             first_chunk_s=(first_chunk - self.start_ns) / 1e9 if first_chunk is not None else None,
             input_tokens=usage.input if usage is not None else None,
             output_tokens=usage.output if usage is not None else None,

@@ -18,3 +18,8 @@ Used only when ``OtelHooks(capture_content=None)`` (the default)."""
 
 CAPTURE_ON_VALUES: Final = frozenset({"true", "1", "yes", "on", "span_only", "span_and_event"})
 CAPTURE_OFF_VALUES: Final = frozenset({"", "false", "0", "no", "off", "no_content", "event_only"})
+
+OTEL_METRICS_EXPORTER: Final = "OTEL_METRICS_EXPORTER"
+"""The standard OpenTelemetry switch for metric export. ``none`` also turns off the plugin's metric
+recording when ``OtelHooks(metrics=None)`` (the default): nothing would be exported, so nothing is
+recorded. Any other value (or unset) leaves metrics on."""

@@ -12,6 +12,7 @@ odd), so every read goes through ``safety``: recording a failure never fails its
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import traceback
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from opentelemetry.trace import Span, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from . import semconv
+from .provider_errors import classify_provider_error
 from .safety import safe_str, utf8_safe
 
 
@@ -45,15 +47,35 @@ def end_error_type(error: BaseException | None, reason: str | None) -> str | Non
     return None
 
 
+def end_metric_error(
+    error: BaseException | None, reason: str | None, *, classify: bool
+) -> dict[str, AttributeValue] | None:
+    """The error attributes of a duration metric: ``error.type`` and, for LLM calls and agents
+    (``classify``), the failure's kind, retryability and HTTP status (low-cardinality only)."""
+    etype = end_error_type(error, reason)
+    if etype is None:
+        return None
+    attrs: dict[str, AttributeValue] = {semconv.ERROR_TYPE: etype}
+    if classify and error is not None and not isinstance(error, asyncio.CancelledError):
+        attrs.update(classify_provider_error(error).metric_attributes())
+    return attrs
+
+
 def record_end(
-    span: Span, *, error: BaseException | None, reason: str | None, render: Callable[[str], str] | None
+    span: Span,
+    *,
+    error: BaseException | None,
+    reason: str | None,
+    render: Callable[[str], str] | None,
+    classify: bool = False,
 ) -> None:
     """Say on ``span`` how it ended.
 
     ``reason`` (``flowra.end_reason``) is set whenever a span ends other than by its own
     event: interrupted (a requested stop, status left unset), cancelled or timed out (ERROR,
     with the exception), error (ERROR), or run_ended (the run returned around it).
-    ``render`` is the content choke point when capture is on, None when off.
+    ``render`` is the content choke point when capture is on, None when off. ``classify``
+    (LLM calls and agents) adds the provider-failure classification (``provider_errors``).
     """
     if not span.is_recording():
         return
@@ -61,6 +83,9 @@ def record_end(
         span.set_attribute(semconv.FLOWRA_END_REASON, reason)
     if error is not None:
         record_error(span, error, render=render)
+        if classify and not isinstance(error, asyncio.CancelledError):
+            # What kind of failure (rate limit, auth, outage...), never its message.
+            span.set_attributes(classify_provider_error(error).attributes())
     elif reason == semconv.END_ERROR:
         span.set_attribute(semconv.ERROR_TYPE, semconv.ERROR_TYPE_OTHER)
         span.set_status(Status(StatusCode.ERROR))

@@ -14,7 +14,8 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from opentelemetry import metrics, trace
+from opentelemetry import metrics as otel_metrics
+from opentelemetry import trace
 from opentelemetry.metrics import Meter, MeterProvider, NoOpMeterProvider
 from opentelemetry.trace import NoOpTracerProvider, Tracer, TracerProvider
 from opentelemetry.util.types import AttributeValue
@@ -27,9 +28,11 @@ from .options import (
     NameOverride,
     TraceOptions,
     capture_content_from_env,
+    metrics_enabled_from_env,
     validate_attributes,
     validate_bool_or_none,
     validate_conversation_id,
+    validate_metric_metadata_keys,
     validate_override,
     validate_redactor,
 )
@@ -61,6 +64,14 @@ class OtelHooks:
             a function of the spec's ``metadata``; default: ``metadata["conversation_id"]``
             (or ``session_id`` / ``thread_id``) when the spec carries one.
         attributes: extra attributes stamped on every span, nested agents' spans included.
+        metrics: record the GenAI metrics; False for spans only. ``None`` (default): on, unless
+            ``OTEL_METRICS_EXPORTER=none``.
+        metric_attributes_from_metadata: spec ``metadata`` keys (at most 8, low-cardinality,
+            e.g. ``("tenant",)``) whose values are added to every metric record of a run.
+        openinference: also write OpenInference's ``input.value``/``output.value`` on
+            ``invoke_agent`` spans (when content capture is on, same redaction) and a zero own
+            token count, so Phoenix and Arize show each run's input and output and count each
+            token once.
 
     Raises:
         TypeError: an option of the wrong type, at construction, never mid-run.
@@ -82,6 +93,9 @@ class OtelHooks:
         redaction_hmac_key: bytes | str | None = None,
         conversation_id: str | Callable[[Mapping[str, Any]], str | None] | None = None,
         attributes: Mapping[str, AttributeValue] | None = None,
+        metrics: bool | None = None,
+        metric_attributes_from_metadata: Iterable[str] | None = None,
+        openinference: bool = False,
     ) -> None:
         _check_instance("tracer_provider", tracer_provider, TracerProvider)
         _check_instance("meter_provider", meter_provider, MeterProvider)
@@ -89,6 +103,12 @@ class OtelHooks:
         redact = validate_redactor(redact)
         _check_redact_secrets(redact_secrets)
         _check_max_length(max_content_length)
+        record_metrics = validate_bool_or_none("metrics", metrics)
+        if record_metrics is None:
+            record_metrics = metrics_enabled_from_env()
+        if validate_bool_or_none("openinference", openinference) is None:
+            msg = "openinference must be True or False, got None"
+            raise TypeError(msg)
         self._options = TraceOptions(
             capture_content=capture if capture is not None else capture_content_from_env(),
             agent_name=validate_override("agent_name", agent_name),
@@ -97,20 +117,25 @@ class OtelHooks:
             redaction_hmac_key=_hmac_key(redaction_hmac_key),
             conversation_id=validate_conversation_id(conversation_id),
             attributes=validate_attributes(attributes),
+            openinference=openinference,
+            metric_metadata_keys=validate_metric_metadata_keys(metric_attributes_from_metadata),
         )
         self._tracer: Tracer = trace.get_tracer(
             semconv.INSTRUMENTATION_NAME, __version__, tracer_provider, schema_url=semconv.SCHEMA_URL
         )
-        meter: Meter = metrics.get_meter(
-            semconv.INSTRUMENTATION_NAME, __version__, meter_provider, schema_url=semconv.SCHEMA_URL
+        meter: Meter = otel_metrics.get_meter(
+            semconv.INSTRUMENTATION_NAME,
+            __version__,
+            meter_provider if record_metrics else NoOpMeterProvider(),
+            schema_url=semconv.SCHEMA_URL,
         )
         self._instruments = Instruments(meter)
         self._auto = False  # True only for the zero-code instrumentor's instance
         # Explicit no-op providers for both signals: nothing could ever be recorded, so subscribe
         # to nothing and patch nothing (tracing "off" then costs nothing). The global providers
         # are not judged here: a proxy may become real after this object is built.
-        self._disabled = isinstance(tracer_provider, NoOpTracerProvider) and isinstance(
-            meter_provider, NoOpMeterProvider
+        self._disabled = isinstance(tracer_provider, NoOpTracerProvider) and (
+            not record_metrics or isinstance(meter_provider, NoOpMeterProvider)
         )
         if not self._disabled:
             patches.install()

@@ -8,7 +8,8 @@ span has ended, so a failing metric record can never keep a span open.
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final
 
 from opentelemetry.metrics import Counter, Histogram, Meter
 from opentelemetry.util.types import AttributeValue
@@ -16,6 +17,8 @@ from opentelemetry.util.types import AttributeValue
 from . import semconv
 
 type MetricAttributes = dict[str, AttributeValue]
+type ChatMetricAttributes = tuple[MetricAttributes, MetricAttributes, MetricAttributes]
+"""(base, input-token, output-token) attribute dicts of one chat's metric records."""
 
 DURATION_BUCKETS: Final = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92]
 AGENT_DURATION_BUCKETS: Final = [0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 51.2, 102.4, 204.8, 409.6]
@@ -36,10 +39,12 @@ TOKEN_BUCKETS: Final = [
     67108864,
 ]
 COUNT_BUCKETS: Final = [1, 2, 4, 8, 16, 32, 64, 128]
+CHUNK_BUCKETS: Final = [0.01, 0.02, 0.04, 0.05, 0.06, 0.08, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5]
 
 GEN_AI_CLIENT_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
 GEN_AI_CLIENT_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
 GEN_AI_CLIENT_TIME_TO_FIRST_CHUNK: Final = "gen_ai.client.operation.time_to_first_chunk"
+GEN_AI_CLIENT_TIME_PER_OUTPUT_CHUNK: Final = "gen_ai.client.operation.time_per_output_chunk"
 GEN_AI_INVOKE_AGENT_DURATION: Final = "gen_ai.invoke_agent.duration"
 GEN_AI_INVOKE_AGENT_INFERENCE_CALLS: Final = "gen_ai.invoke_agent.inference_calls"
 GEN_AI_INVOKE_AGENT_TOOL_CALLS: Final = "gen_ai.invoke_agent.tool_calls"
@@ -60,6 +65,7 @@ class Instruments:
         "cost",
         "operation_duration",
         "redactions",
+        "time_per_output_chunk",
         "time_to_first_chunk",
         "token_usage",
         "tool_duration",
@@ -67,7 +73,7 @@ class Instruments:
     )
 
     def __init__(self, meter: Meter) -> None:
-        self._chat_attrs: dict[tuple[str, str], tuple[MetricAttributes, MetricAttributes, MetricAttributes]] = {}
+        self._chat_attrs: dict[tuple[Any, ...], tuple[MetricAttributes, MetricAttributes, MetricAttributes]] = {}
         self.token_usage: Histogram = meter.create_histogram(
             GEN_AI_CLIENT_TOKEN_USAGE,
             unit="{token}",
@@ -85,6 +91,12 @@ class Instruments:
             unit="s",
             description="Time from the start of a streaming LLM call to its first chunk.",
             explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
+        self.time_per_output_chunk: Histogram = meter.create_histogram(
+            GEN_AI_CLIENT_TIME_PER_OUTPUT_CHUNK,
+            unit="s",
+            description="Time between consecutive chunks of a streaming LLM call, after the first.",
+            explicit_bucket_boundaries_advisory=CHUNK_BUCKETS,
         )
         self.agent_duration: Histogram = meter.create_histogram(
             GEN_AI_INVOKE_AGENT_DURATION,
@@ -128,78 +140,88 @@ class Instruments:
 
     def record_chat(
         self,
-        provider: str,
-        model: str,
+        base: ChatMetricAttributes,
         *,
         duration_s: float,
-        error_type: str | None,
+        error: Mapping[str, AttributeValue] | None,
         first_chunk_s: float | None,
         input_tokens: int | None,
         output_tokens: int | None,
         cost_usd: float | None,
     ) -> None:
-        base, input_attrs, output_attrs = self.chat_attributes(provider, model)
-        self.operation_duration.record(
-            duration_s, base if error_type is None else {**base, semconv.ERROR_TYPE: error_type}
-        )
+        """One LLM call's records; ``error``: ``error.type`` (and its kind) when it failed."""
+        attrs, input_attrs, output_attrs = base
+        self.operation_duration.record(duration_s, attrs if error is None else {**attrs, **error})
         if first_chunk_s is not None:
-            self.time_to_first_chunk.record(first_chunk_s, base)
+            self.time_to_first_chunk.record(first_chunk_s, attrs)
         if input_tokens is not None:
             self.token_usage.record(input_tokens, input_attrs)
         if output_tokens is not None:
             self.token_usage.record(output_tokens, output_attrs)
         if cost_usd:
-            self.cost.add(cost_usd, base)
+            self.cost.add(cost_usd, attrs)
 
-    def record_tool(self, tool_name: str, agent_name: str, *, duration_s: float, error_type: str | None) -> None:
+    def record_tool(
+        self,
+        tool_name: str,
+        agent_name: str,
+        extra: Mapping[str, AttributeValue],
+        *,
+        duration_s: float,
+        error_type: str | None,
+    ) -> None:
         attrs: MetricAttributes = {
             semconv.GEN_AI_TOOL_NAME: tool_name,
             semconv.GEN_AI_TOOL_TYPE: semconv.TOOL_TYPE_FUNCTION,
             semconv.GEN_AI_AGENT_NAME: agent_name,
+            **extra,
         }
         if error_type is not None:
             attrs[semconv.ERROR_TYPE] = error_type
         self.tool_duration.record(duration_s, attrs)
         if error_type == semconv.ERROR_TYPE_TOOL:
-            self.tool_errors.add(1, {semconv.GEN_AI_TOOL_NAME: tool_name})
+            self.tool_errors.add(1, {semconv.GEN_AI_TOOL_NAME: tool_name, **extra})
 
     def record_agent(
         self,
         agent_name: str,
         model: str | None,
+        extra: Mapping[str, AttributeValue],
         *,
         duration_s: float,
-        error_type: str | None,
+        error: Mapping[str, AttributeValue] | None,
         inference_calls: int,
         tool_calls: int,
     ) -> None:
-        attrs: MetricAttributes = {semconv.GEN_AI_AGENT_NAME: agent_name}
+        attrs: MetricAttributes = {semconv.GEN_AI_AGENT_NAME: agent_name, **extra}
         if model is not None:
             attrs[semconv.GEN_AI_REQUEST_MODEL] = model
-        if error_type is not None:
-            attrs[semconv.ERROR_TYPE] = error_type
+        if error is not None:
+            attrs.update(error)
         self.agent_duration.record(duration_s, attrs)
-        count_attrs: MetricAttributes = {semconv.GEN_AI_AGENT_NAME: agent_name}
+        count_attrs: MetricAttributes = {semconv.GEN_AI_AGENT_NAME: agent_name, **extra}
         self.agent_inference_calls.record(inference_calls, count_attrs)
         self.agent_tool_calls.record(tool_calls, count_attrs)
 
     def record_redaction(self, tool_name: str, field: str) -> None:
         self.redactions.add(1, {semconv.GEN_AI_TOOL_NAME: tool_name, "flowra.redaction.field": field})
 
-    def chat_attributes(self, provider: str, model: str) -> tuple[MetricAttributes, MetricAttributes, MetricAttributes]:
-        """(base, input-token, output-token) attributes of a chat's metrics, built once per model.
-
-        Bounded by the number of distinct (provider, model) pairs an app uses; the dicts are
-        never mutated after this.
-        """
-        key = (provider, model)
+    def chat_attributes(
+        self, provider: str, model: str, agent_name: str | None, extra: Mapping[str, AttributeValue]
+    ) -> ChatMetricAttributes:
+        """(base, input-token, output-token) attributes of a chat's metrics, built once per
+        provider, model, agent and extra attributes (all low-cardinality); never mutated after."""
+        key = (provider, model, agent_name, *extra.items()) if extra else (provider, model, agent_name)
         cached = self._chat_attrs.get(key)
         if cached is None:
             base: MetricAttributes = {
                 semconv.GEN_AI_OPERATION_NAME: semconv.OP_CHAT,
                 semconv.GEN_AI_PROVIDER_NAME: provider,
                 semconv.GEN_AI_REQUEST_MODEL: model,
+                **extra,
             }
+            if agent_name:
+                base[semconv.GEN_AI_AGENT_NAME] = agent_name
             cached = (
                 base,
                 {**base, semconv.GEN_AI_TOKEN_TYPE: semconv.TOKEN_TYPE_INPUT},

@@ -12,8 +12,8 @@ import functools
 import inspect
 import logging
 import os
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final
 
 from opentelemetry.util.types import AttributeValue
 
@@ -23,7 +23,9 @@ from .environment_variables import (
     CAPTURE_OFF_VALUES,
     CAPTURE_ON_VALUES,
     OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,
+    OTEL_METRICS_EXPORTER,
 )
+from .safety import utf8_safe
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +52,23 @@ class TraceOptions:
     """``gen_ai.conversation.id``: a fixed value, or a function of the run's spec metadata."""
     attributes: Mapping[str, AttributeValue] = dataclasses.field(default_factory=dict)
     """Stamped on every span this plugin starts (e.g. tenant, deployment)."""
+    openinference: bool = False
+    """Also write OpenInference's ``input.value``/``output.value`` (content rules unchanged) and a
+    zero own token count on ``invoke_agent`` spans, for Phoenix and Arize (docs/backends.md)."""
+    metric_metadata_keys: tuple[str, ...] = ()
+    """Spec ``metadata`` keys copied onto every metric record (low-cardinality, e.g. a tenant)."""
+
+    def metric_attributes_from(self, metadata: Mapping[str, Any]) -> dict[str, AttributeValue]:
+        """The allow-listed metadata values as metric attributes: str, int or bool only, strings
+        cut at 64 characters; anything else (or absent) is left out."""
+        out: dict[str, AttributeValue] = {}
+        for key in self.metric_metadata_keys:
+            value = metadata.get(key)
+            if isinstance(value, bool | int):
+                out[key] = value
+            elif isinstance(value, str) and value:
+                out[key] = utf8_safe(value[:64])
+        return out
 
     def conversation_id_from(self, metadata: Mapping[str, Any]) -> str | None:
         """Option first; else the spec metadata's ``conversation_id`` (or ``session_id``)."""
@@ -67,17 +86,27 @@ class TraceOptions:
     def resolve_agent_name(self, path: str) -> str:
         return _apply_override(self.agent_name, path) or path
 
-    def resolve_provider_and_model(self, model: str) -> tuple[str, str]:
+    def resolve_provider_and_model(self, model: str, provider_class: str | None = None) -> tuple[str, str]:
         """Split flowra's ``vendor/model`` naming into semconv provider and request model.
 
-        A known vendor prefix maps to its well-known ``gen_ai.provider.name`` and is stripped
-        from the model; an unknown prefix is kept in the model and reported as ``_OTHER``
-        unless the ``provider_name`` override says otherwise.
+        In order: the ``provider_name`` override; a known vendor prefix (``anthropic/...``,
+        stripped from the model) or model family (``gpt-4o``, ``claude-...``); flowra's own
+        provider class (``OpenAIProvider`` -> ``openai``); an unknown ``vendor/`` prefix itself
+        (a custom value, as the conventions allow; kept in the model); else ``unknown``.
         """
         vendor, sep, rest = model.partition("/")
         known = semconv.PROVIDER_BY_VENDOR.get(vendor.lower()) if sep else None
         request_model = rest if known is not None and rest else model
-        provider = _apply_override(self.provider_name, model) or known or semconv.UNKNOWN_PROVIDER
+        if known is None and not sep:
+            family = model.partition("-")[0].lower()
+            known = semconv.PROVIDER_BY_VENDOR.get(family) if family != model.lower() else None
+        provider = (
+            _apply_override(self.provider_name, model)
+            or known
+            or semconv.PROVIDER_BY_FLOWRA_CLASS.get(provider_class or "")
+            or (vendor.lower() if sep and vendor else None)
+            or semconv.UNKNOWN_PROVIDER
+        )
         return provider, request_model
 
 
@@ -189,6 +218,39 @@ def validate_conversation_id(value: object) -> str | Callable[[Mapping[str, Any]
         return value
     msg = f"conversation_id must be a non-empty str, a callable(metadata) -> str | None, or None, got {value!r}"
     raise TypeError(msg)
+
+
+def validate_metric_metadata_keys(value: object) -> tuple[str, ...]:
+    """``metric_attributes_from_metadata``: metadata key names that become metric attributes.
+
+    Names must be plain attribute keys outside the namespaces whose meaning the conventions fix
+    (``gen_ai.``, ``error.``, ``server.``, ``http.``), so a tenant can never shadow a GenAI key.
+    """
+    if value is None:
+        return ()
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        msg = f"metric_attributes_from_metadata must be an iterable of key names, got {value!r}"
+        raise TypeError(msg)
+    keys = tuple(value)
+    for key in keys:
+        if not isinstance(key, str) or not key or not key.isascii() or key != key.strip():
+            msg = f"metric_attributes_from_metadata: {key!r} is not a valid attribute key"
+            raise ValueError(msg)
+        if key.startswith(_RESERVED_PREFIXES):
+            msg = f"metric_attributes_from_metadata: {key!r} is in a namespace the conventions own"
+            raise ValueError(msg)
+    if len(set(keys)) != len(keys) or len(keys) > 8:
+        msg = "metric_attributes_from_metadata: at most 8 distinct keys (each one multiplies metric series)"
+        raise ValueError(msg)
+    return keys
+
+
+_RESERVED_PREFIXES: Final = ("gen_ai.", "error.", "server.", "http.", "flowra.")
+
+
+def metrics_enabled_from_env() -> bool:
+    """``OTEL_METRICS_EXPORTER=none`` means no metric is recorded (nothing would be exported)."""
+    return os.environ.get(OTEL_METRICS_EXPORTER, "").strip().lower() != "none"
 
 
 def validate_bool_or_none(name: str, value: object) -> bool | None:

@@ -31,6 +31,8 @@ from typing import Final
 
 from opentelemetry.util.types import AttributeValue
 
+from . import semconv
+
 __all__ = [
     "ERROR_KIND",
     "ERROR_REQUEST_ID",
@@ -42,19 +44,12 @@ __all__ = [
     "classify_provider_error",
 ]
 
-ERROR_KIND: Final = "flowra.error.kind"
-"""The ``ErrorKind`` value.  Own namespace: ``error.type`` keeps the exception's qualified name
-(the conventions' low-cardinality id) and has no well-known values for rate limits or timeouts."""
-ERROR_RETRYABLE: Final = "flowra.error.retryable"
-"""bool; omitted when the kind is unknown.  No convention exists for retryability yet."""
-HTTP_RESPONSE_STATUS_CODE: Final = "http.response.status_code"
-"""The stable HTTP convention (int), reused as is."""
-ERROR_RETRY_AFTER: Final = "flowra.error.retry_after"
-"""double, seconds.  The conventions only offer ``http.response.header.retry-after`` (the raw
-header as a string array, which may be an HTTP date), so the parsed delay gets its own name."""
-ERROR_REQUEST_ID: Final = "flowra.error.request_id"
-"""The provider's request id, for support tickets.  No convention: ``gen_ai.response.id`` is the
-completion's id, and ``http.response.header.<name>`` would be a string array per header name."""
+# Keys (documented in semconv.py, where every key this package writes lives).
+ERROR_KIND: Final = semconv.FLOWRA_ERROR_KIND
+ERROR_RETRYABLE: Final = semconv.FLOWRA_ERROR_RETRYABLE
+HTTP_RESPONSE_STATUS_CODE: Final = semconv.HTTP_RESPONSE_STATUS_CODE
+ERROR_RETRY_AFTER: Final = semconv.FLOWRA_ERROR_RETRY_AFTER
+ERROR_REQUEST_ID: Final = semconv.FLOWRA_ERROR_REQUEST_ID
 
 _MAX_SCANNED_TEXT: Final = 4000
 """Characters of a message scanned for the context-too-long rule (bounded work)."""

@@ -16,7 +16,9 @@ from typing import Final
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as _g
 from opentelemetry.semconv.attributes import error_attributes as _err
 
-SCHEMA_URL: Final = "https://opentelemetry.io/schemas/1.41.0"
+SCHEMA_URL: Final = "https://opentelemetry.io/schemas/gen-ai-dev/1.42.0-dev"
+SEMCONV_COMMIT: Final = "fe5608e"
+"""The semantic-conventions-genai commit this package follows (docs/semconv-mapping.md)."""
 INSTRUMENTATION_NAME: Final = "flowra_otel"
 
 # --- operations -------------------------------------------------------------------------------
@@ -28,6 +30,7 @@ OP_EXECUTE_TOOL: Final = "execute_tool"
 GEN_AI_OPERATION_NAME: Final[str] = _g.GEN_AI_OPERATION_NAME
 GEN_AI_PROVIDER_NAME: Final[str] = _g.GEN_AI_PROVIDER_NAME
 GEN_AI_AGENT_NAME: Final[str] = _g.GEN_AI_AGENT_NAME
+GEN_AI_AGENT_DESCRIPTION: Final[str] = _g.GEN_AI_AGENT_DESCRIPTION
 GEN_AI_CONVERSATION_ID: Final[str] = _g.GEN_AI_CONVERSATION_ID
 GEN_AI_REQUEST_MODEL: Final[str] = _g.GEN_AI_REQUEST_MODEL
 GEN_AI_REQUEST_TEMPERATURE: Final[str] = _g.GEN_AI_REQUEST_TEMPERATURE
@@ -69,13 +72,34 @@ FLOWRA_END_REASON: Final = "flowra.end_reason"
 """Why a span ended early: ``interrupted``, ``cancelled``, ``timed_out``, ``error`` or ``run_ended``."""
 FLOWRA_LLM_MODEL: Final = "flowra.llm.model"
 """The model string exactly as given to flowra (``anthropic/sonnet-4-5``)."""
-FLOWRA_LLM_ITERATION: Final = "flowra.llm.iteration"
 FLOWRA_USAGE_COST_USD: Final = "flowra.usage.cost_usd"
-FLOWRA_AGENT_USAGE_INPUT_TOKENS: Final = "flowra.agent.usage.input_tokens"
-FLOWRA_AGENT_USAGE_OUTPUT_TOKENS: Final = "flowra.agent.usage.output_tokens"
-FLOWRA_AGENT_USAGE_CACHE_READ_INPUT_TOKENS: Final = "flowra.agent.usage.cache_read.input_tokens"
-FLOWRA_AGENT_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "flowra.agent.usage.cache_creation.input_tokens"
-FLOWRA_AGENT_USAGE_COST_USD: Final = "flowra.agent.usage.cost_usd"
+"""Cost in USD as flowra's pricing tables report it: per call on ``chat``, the run's total on ``invoke_agent``."""
+FLOWRA_TOOL_REQUESTED_NAME: Final = "flowra.tool.requested_name"
+"""Content (capture on only): the name the model asked for when it is not a tool the request offered."""
+FLOWRA_ERROR_KIND: Final = "flowra.error.kind"
+"""``provider_errors.ErrorKind`` of a failure. Own namespace: ``error.type`` keeps the exception's
+qualified name and has no well-known values for rate limits or timeouts."""
+FLOWRA_ERROR_RETRYABLE: Final = "flowra.error.retryable"
+"""bool; omitted when the kind is unknown. No convention exists for retryability yet."""
+FLOWRA_ERROR_RETRY_AFTER: Final = "flowra.error.retry_after"
+"""double, seconds. The conventions only offer ``http.response.header.retry-after`` (the raw header,
+which may be an HTTP date), so the parsed delay gets its own name."""
+FLOWRA_ERROR_REQUEST_ID: Final = "flowra.error.request_id"
+"""The provider's request id, for support tickets (``gen_ai.response.id`` is the completion's id)."""
+HTTP_RESPONSE_STATUS_CODE: Final = "http.response.status_code"
+"""The stable HTTP convention (int), reused as is."""
+
+INVENTED_TOOL_NAME: Final = "_unknown_tool"
+"""Span name target, ``gen_ai.tool.name`` and metric attribute of a tool the model named but the
+request did not offer: model output, so it is content, and an unbounded metric series."""
+
+# --- OpenInference aliases (opt-in, for Phoenix / Arize) ---------------------------------------
+OI_INPUT_VALUE: Final = "input.value"
+OI_INPUT_MIME_TYPE: Final = "input.mime_type"
+OI_OUTPUT_VALUE: Final = "output.value"
+OI_OUTPUT_MIME_TYPE: Final = "output.mime_type"
+OI_TOKEN_COUNT_KEYS: Final = ("llm.token_count.prompt", "llm.token_count.completion", "llm.token_count.total")
+MIME_JSON: Final = "application/json"
 FLOWRA_TOOL_IS_ERROR: Final = "flowra.tool.is_error"
 
 END_INTERRUPTED: Final = "interrupted"
@@ -119,7 +143,14 @@ PROVIDER_BY_VENDOR: Final[dict[str, str]] = {
     "x_ai": "x_ai",
     "grok": "x_ai",
 }
-UNKNOWN_PROVIDER: Final = "_OTHER"
+PROVIDER_BY_FLOWRA_CLASS: Final[dict[str, str]] = {
+    "OpenAIProvider": "openai",
+    "AnthropicVertexProvider": "gcp.vertex_ai",
+    "GoogleVertexProvider": "gcp.vertex_ai",
+}
+"""flowra's own provider classes, for models named without a vendor prefix."""
+UNKNOWN_PROVIDER: Final = "unknown"
+"""A custom value (the conventions define no fallback; ``_OTHER`` is for ``error.type`` only)."""
 
 # --- flowra StopReason value -> semconv finish reason -------------------------------------------
 FINISH_REASON_BY_STOP_REASON: Final[dict[str, str]] = {

@@ -32,6 +32,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Link, Span
+from opentelemetry.util.types import AttributeValue
 
 from . import attributes, durable, semconv
 from ._flowra import (
@@ -42,12 +43,14 @@ from ._flowra import (
     SPAN_EVENTS,
     HookRegistry,
     ToolLoopResult,
+    agent_llm_config,
     agent_name_of,
     child_index_of,
     events,
     forward_target,
     node_id_of,
     parent_of,
+    provider_class_of,
     registry_context,
     registry_handlers,
     services_of,
@@ -123,6 +126,7 @@ class SpanBook:
         "content",
         "conversation_id",
         "interrupted",
+        "metric_extra",
         "persist_pending",
         "resumed_from",
         "root_span",
@@ -137,6 +141,7 @@ class SpanBook:
         self.content: dict[int, ContentRenderer] = {}  # per OtelHooks with capture on: one renderer per run
         self.closed = False
         self.interrupted = False  # a step raised flowra's interrupt (0.0.7 then ends the whole run)
+        self.metric_extra: dict[str, AttributeValue] = {}  # from the spec metadata, once accepted
         self.storage = storage  # flowra SessionStorage of a durable run, where the trace link is kept
         self.persist_pending = False
         self.root_span: Span | None = None
@@ -226,8 +231,11 @@ class SpanBook:
                 streaming=_is_streaming(frame.registry),
                 start_ns=frame.start_ns,
                 content=agent.content,
+                agent_name=agent.name,
+                provider_class=provider_class_of(node),
+                metric_extra=self.metric_extra,
             )
-            agent.chat_started(chat)
+            agent.chat_started(chat, data.request)
             frame.target = chat
         elif cls is events.BeforeToolCallEvent:
             tool = ToolInvocation(
@@ -238,15 +246,22 @@ class SpanBook:
                 stamp=self._stamp(owner),
                 start_ns=frame.start_ns,
                 content=agent.content,
+                offered=agent.tool_descriptions,
+                metric_extra=self.metric_extra,
+                model_tool_use=frame.tracker.initial if frame.tracker is not None else None,
             )
             agent.tool_announced(tool)
             frame.target = tool
         elif cls is events.AfterToolCallEvent:
             frame.target = agent.tool_for_result(data.tool_use)
-        elif cls is events.MessageAcceptedEvent and self.conversation_id is None:
-            cid = owner.options.conversation_id_from(data.metadata or {})
-            if cid:
-                self._set_conversation_id(utf8_safe(cid))
+        elif cls is events.MessageAcceptedEvent:
+            metadata = data.metadata or {}
+            if owner.options.metric_metadata_keys:
+                self.metric_extra.update(owner.options.metric_attributes_from(metadata))
+            if self.conversation_id is None:
+                cid = owner.options.conversation_id_from(metadata)
+                if cid:
+                    self._set_conversation_id(utf8_safe(cid))
 
     def _after_emit(self, step: StepScope, frame: EmitFrame, exc: BaseException | None) -> None:
         agent = self.agents.get(id(step.node))
@@ -263,7 +278,11 @@ class SpanBook:
                 agent.end_chat(exc)
                 return
             target.record_request(data.request)
+            agent.record_system(data.request)
             step.attach(target.span)
+        elif cls is events.UserMessageEvent:
+            if exc is None:
+                agent.record_input(data.messages)
         elif cls is events.AfterLLMCallEvent:
             if agent.chat is not None:
                 if exc is not None:
@@ -329,7 +348,14 @@ class SpanBook:
             semconv.FLOWRA_NODE_ID: utf8_safe(node_id_of(node)),
             **self._stamp(owner),
         }
-        parent = self._parent_context(node, include_self=False)
+        parent, via_tool = self._parent(node, include_self=False)
+        if via_tool is not None and via_tool.description:  # an agent used as a tool: its description
+            attrs[semconv.GEN_AI_AGENT_DESCRIPTION] = via_tool.description
+        config = attributes.agent_config_attributes(agent_llm_config(node))
+        if config:
+            flowra_model = str(config[semconv.FLOWRA_LLM_MODEL])
+            attrs[semconv.GEN_AI_REQUEST_MODEL] = owner.options.resolve_provider_and_model(flowra_model)[1]
+            attrs.update(config)
         is_root = parent is self.caller_context
         links = []
         if is_root and self.resumed_from is not None:
@@ -344,6 +370,7 @@ class SpanBook:
             links=links,
             start_ns=frame.start_ns,
             content=self._content_for(owner),
+            metric_extra=self.metric_extra,
         )
         if is_root and self.root_span is None:
             self.root_span = agent.span
@@ -467,6 +494,10 @@ class SpanBook:
         return agent.tool_at(child_index_of(node)) if agent is not None else None
 
     def _parent_context(self, node: Any, *, include_self: bool) -> Context:
+        return self._parent(node, include_self=include_self)[0]
+
+    def _parent(self, node: Any, *, include_self: bool) -> tuple[Context, ToolInvocation | None]:
+        """The context to parent a span under, and the tool call it runs inside, if any."""
         prev = node
         cur = node if include_self else parent_of(node)
         while cur is not None:
@@ -475,10 +506,10 @@ class SpanBook:
                 if prev is not cur:
                     tool = agent.tool_at(child_index_of(prev))
                     if tool is not None and not tool.ended:
-                        return trace.set_span_in_context(tool.span, self.caller_context)
-                return trace.set_span_in_context(agent.span, self.caller_context)
+                        return trace.set_span_in_context(tool.span, self.caller_context), tool
+                return trace.set_span_in_context(agent.span, self.caller_context), None
             prev, cur = cur, parent_of(cur)
-        return self.caller_context
+        return self.caller_context, None
 
 
 PLUGIN_HANDLERS: set[Any] = set()

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
 
 from . import attributes, redaction, semconv
 from .content import ContentRenderer
@@ -35,8 +37,10 @@ class ToolInvocation:
     __slots__ = (
         "agent_name",
         "content",
+        "description",
         "ended",
-        "error_type",
+        "metric_extra",
+        "model_name",
         "name",
         "owner",
         "redacted_fields",
@@ -55,16 +59,29 @@ class ToolInvocation:
         stamp: attributes.Attributes,
         start_ns: int,
         content: ContentRenderer | None,
+        offered: Mapping[str, str],
+        metric_extra: Mapping[str, AttributeValue],
+        model_tool_use: Any = None,
     ) -> None:
         self.owner = owner
         self.content = content  # None: no content is recorded on this span
         self.agent_name = agent_name
+        self.metric_extra = metric_extra
         self.start_ns = start_ns
         self.tool_use = tool_use  # as the hooks left it, once BeforeToolCallEvent returned
-        self.name = safe_str(getattr(tool_use, "name", ""))
+        # The model chose ``model_name``. A name the request did not offer is model output: content
+        # (and an unbounded metric series), so spans and metrics name a fixed placeholder instead.
+        # A name a hook chose (application code, already applied here) is the tool that runs.
+        self.model_name = safe_str(getattr(model_tool_use if model_tool_use is not None else tool_use, "name", ""))
+        current = safe_str(getattr(tool_use, "name", ""))
+        offered_description = offered.get(current)
+        if current != self.model_name:
+            self.name = current
+        else:
+            self.name = current if offered_description is not None else semconv.INVENTED_TOOL_NAME
+        self.description = offered_description or ""
         self.redacted_fields: list[str] = []
         self.ended = False
-        self.error_type: str | None = None
         attrs: attributes.Attributes = {
             semconv.GEN_AI_OPERATION_NAME: semconv.OP_EXECUTE_TOOL,
             semconv.GEN_AI_TOOL_NAME: self.name,
@@ -73,6 +90,10 @@ class ToolInvocation:
             semconv.GEN_AI_AGENT_NAME: agent_name,
             **stamp,
         }
+        if self.description:
+            attrs[semconv.GEN_AI_TOOL_DESCRIPTION] = self.description
+        if self.name == semconv.INVENTED_TOOL_NAME and content is not None:
+            attrs[semconv.FLOWRA_TOOL_REQUESTED_NAME] = content.text(self.model_name)
         self.span = owner.tracer.start_span(
             f"{semconv.OP_EXECUTE_TOOL} {self.name}",
             context=parent,
@@ -91,7 +112,8 @@ class ToolInvocation:
         if recording and final_id != safe_str(getattr(original, "id", "")):
             span.set_attribute(semconv.GEN_AI_TOOL_CALL_ID, final_id)
         final_name = safe_str(getattr(tool_use, "name", ""))
-        if final_name != self.name:  # a hook redirected the call: name the tool that actually runs
+        if final_name not in (self.model_name, self.name):
+            # A hook (application code) redirected the call: name the tool that actually runs.
             self.name = final_name
             if recording:
                 span.update_name(f"{semconv.OP_EXECUTE_TOOL} {final_name}")
@@ -164,5 +186,9 @@ class ToolInvocation:
 
     def _record_metrics(self, end_ns: int, error_type: str | None) -> None:
         self.owner.instruments.record_tool(
-            self.name, self.agent_name, duration_s=(end_ns - self.start_ns) / 1e9, error_type=error_type
+            self.name,
+            self.agent_name,
+            self.metric_extra,
+            duration_s=(end_ns - self.start_ns) / 1e9,
+            error_type=error_type,
         )

@@ -386,21 +386,30 @@ async def test_surrogates_and_control_characters_still_export(
 
 # ------------------------------------------------------------------------------------ model names
 @pytest.mark.parametrize(
-    ("options", "provider_name"),
-    [({}, semconv.UNKNOWN_PROVIDER), ({"provider_name": {"gpt-4o": "openai"}}, "openai")],
-    ids=["no-prefix", "override"],
+    ("model", "options", "provider_name"),
+    [
+        ("gpt-4o", {}, "openai"),  # a known model family
+        ("house-model-7", {}, semconv.UNKNOWN_PROVIDER),  # nothing to go by (never "_OTHER")
+        ("acme/house-model-7", {}, "acme"),  # an unknown vendor prefix: a custom value
+        ("house-model-7", {"provider_name": {"house-model-7": "acme"}}, "acme"),
+    ],
+    ids=["family", "unknown", "custom-prefix", "override"],
 )
-async def test_a_model_name_without_a_vendor_prefix(
-    options: dict[str, Any], provider_name: str, make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter
+async def test_a_model_name_without_a_known_vendor_prefix(
+    model: str,
+    options: dict[str, Any],
+    provider_name: str,
+    make_otel_hooks: MakeHooks,
+    span_exporter: InMemorySpanExporter,
 ) -> None:
     otel = make_otel_hooks(**options)
-    await run_paired(otel, [], lambda: [text_response("hi")], model="gpt-4o")
+    await run_paired(otel, [], lambda: [text_response("hi")], model=model)
 
     (chat,) = spans_named(span_exporter, "chat")
-    assert chat.name == "chat gpt-4o"
+    assert chat.name == f"chat {model}"
     assert attr(chat, semconv.GEN_AI_PROVIDER_NAME) == provider_name
-    assert attr(chat, semconv.GEN_AI_REQUEST_MODEL) == "gpt-4o"
-    assert attr(chat, semconv.FLOWRA_LLM_MODEL) == "gpt-4o"
+    assert attr(chat, semconv.GEN_AI_REQUEST_MODEL) == model
+    assert attr(chat, semconv.FLOWRA_LLM_MODEL) == model
 
 
 # ------------------------------------------------------------------------------------ missing values
@@ -439,7 +448,7 @@ async def test_usage_on_one_call_only(
     assert attr(first, semconv.GEN_AI_USAGE_INPUT_TOKENS) is None
     assert attr(second, semconv.GEN_AI_USAGE_INPUT_TOKENS) == 4
     (agent,) = spans_named(span_exporter, "invoke_agent")
-    assert attr(agent, semconv.FLOWRA_AGENT_USAGE_OUTPUT_TOKENS) == 2
+    assert attr(agent, semconv.GEN_AI_USAGE_OUTPUT_TOKENS) == 2
     assert token_points(metric_reader) == 2  # input and output of the one call that reported usage
 
 

@@ -66,6 +66,9 @@ CHAT_KEYS = (
 )
 
 
+WEATHER_DESCRIPTION = "Get the current weather for a city."
+
+
 def hooks_with(otel: OtelHooks) -> HookRegistry:
     registry = HookRegistry()
     registry.add(otel)
@@ -120,12 +123,18 @@ async def test_single_tool_loop_exact_tree_and_attributes(
         semconv.FLOWRA_TOOL_LOOP_STATUS: "completed",
         semconv.FLOWRA_TOOL_LOOP_ITERATIONS: 2,
         semconv.GEN_AI_RESPONSE_FINISH_REASONS: ["stop"],
+        # The agent's own model settings, known at its start (one model per flowra tool loop).
         semconv.GEN_AI_REQUEST_MODEL: "sonnet-4-5",
-        semconv.FLOWRA_AGENT_USAGE_INPUT_TOKENS: 10 + 3 + 20 + 2,
-        semconv.FLOWRA_AGENT_USAGE_OUTPUT_TOKENS: 12,
-        semconv.FLOWRA_AGENT_USAGE_CACHE_READ_INPUT_TOKENS: 3,
-        semconv.FLOWRA_AGENT_USAGE_CACHE_CREATION_INPUT_TOKENS: 2,
-        semconv.FLOWRA_AGENT_USAGE_COST_USD: 0.25,
+        semconv.FLOWRA_LLM_MODEL: "anthropic/sonnet-4-5",
+        semconv.GEN_AI_REQUEST_TEMPERATURE: 0.2,
+        semconv.GEN_AI_REQUEST_MAX_TOKENS: 256,
+        semconv.GEN_AI_REQUEST_STOP_SEQUENCES: ["END"],
+        # The run's totals, under the keys the conventions give invoke_agent.
+        semconv.GEN_AI_USAGE_INPUT_TOKENS: 10 + 3 + 20 + 2,
+        semconv.GEN_AI_USAGE_OUTPUT_TOKENS: 12,
+        semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: 3,
+        semconv.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: 2,
+        semconv.FLOWRA_USAGE_COST_USD: 0.25,
     }
     chat1, tool, chat2 = agent.children
     request_attrs = {
@@ -136,6 +145,7 @@ async def test_single_tool_loop_exact_tree_and_attributes(
         semconv.GEN_AI_REQUEST_TEMPERATURE: 0.2,
         semconv.GEN_AI_REQUEST_MAX_TOKENS: 256,
         semconv.GEN_AI_REQUEST_STOP_SEQUENCES: ["END"],
+        semconv.GEN_AI_AGENT_NAME: "assistant",
     }
     assert chat1.attrs == {
         **request_attrs,
@@ -158,6 +168,7 @@ async def test_single_tool_loop_exact_tree_and_attributes(
         semconv.GEN_AI_TOOL_TYPE: "function",
         semconv.GEN_AI_TOOL_CALL_ID: "call_1",
         semconv.GEN_AI_AGENT_NAME: "assistant",
+        semconv.GEN_AI_TOOL_DESCRIPTION: WEATHER_DESCRIPTION,
     }
     # One trace, all spans ended, children within their parent's time window.
     finished = span_exporter.get_finished_spans()

@@ -213,7 +213,7 @@ async def test_spans_arrive_as_one_tree_with_the_service_name(
     chat1, tool, chat2 = children
     assert agent.attributes[semconv.GEN_AI_OPERATION_NAME] == "invoke_agent"
     assert agent.attributes[semconv.GEN_AI_AGENT_NAME] == "assistant"
-    assert agent.attributes[semconv.FLOWRA_AGENT_USAGE_INPUT_TOKENS] == 13 + 20
+    assert agent.attributes[semconv.GEN_AI_USAGE_INPUT_TOKENS] == 13 + 20
     assert chat1.attributes[semconv.GEN_AI_OPERATION_NAME] == "chat"
     assert chat1.attributes[semconv.GEN_AI_PROVIDER_NAME] == "anthropic"
     assert chat1.attributes[semconv.GEN_AI_REQUEST_MODEL] == MODEL
@@ -248,6 +248,7 @@ async def test_metrics_arrive_with_the_service_name(monkeypatch: pytest.MonkeyPa
         semconv.GEN_AI_OPERATION_NAME: "chat",
         semconv.GEN_AI_PROVIDER_NAME: "anthropic",
         semconv.GEN_AI_REQUEST_MODEL: MODEL,
+        semconv.GEN_AI_AGENT_NAME: "assistant",
     }
 
     # Cumulative temporality and a final collection at shutdown: take each series' last point.

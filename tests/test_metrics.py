@@ -50,7 +50,10 @@ CHAT_BASE: dict[str, Any] = {
     semconv.GEN_AI_OPERATION_NAME: semconv.OP_CHAT,
     semconv.GEN_AI_PROVIDER_NAME: PROVIDER,
     semconv.GEN_AI_REQUEST_MODEL: MODEL,
+    semconv.GEN_AI_AGENT_NAME: "assistant",  # which agent spent the tokens and the time
 }
+UNCLASSIFIED = {semconv.FLOWRA_ERROR_KIND: "unknown"}
+"""A failure that is no provider SDK's (tests/test_provider_errors.py covers the classified ones)."""
 
 
 # --------------------------------------------------------------------------------- reading metrics
@@ -241,13 +244,14 @@ async def test_error_type_on_durations_matches_the_spans(
 
     metrics = collect(metric_reader)
     (duration,) = histogram_points(metrics[instruments.GEN_AI_CLIENT_OPERATION_DURATION])
-    assert dict(duration.attributes or {}) == {**CHAT_BASE, semconv.ERROR_TYPE: chat_etype}
+    assert dict(duration.attributes or {}) == {**CHAT_BASE, semconv.ERROR_TYPE: chat_etype, **UNCLASSIFIED}
     assert duration.count == 1
     (agent_duration,) = histogram_points(metrics[instruments.GEN_AI_INVOKE_AGENT_DURATION])
     assert dict(agent_duration.attributes or {}) == {
         semconv.GEN_AI_AGENT_NAME: "assistant",
         semconv.GEN_AI_REQUEST_MODEL: MODEL,
         semconv.ERROR_TYPE: agent_etype,
+        **UNCLASSIFIED,
     }
     # The call never answered: no tokens, no cost.
     assert instruments.GEN_AI_CLIENT_TOKEN_USAGE not in metrics

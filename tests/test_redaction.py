@@ -426,6 +426,7 @@ async def test_without_redaction_hooks_every_secret_is_found(
         (SECRET_EXC, "execute_tool explode", "status description"),
         (SECRET_EXC, "chat sonnet-4-5", "attribute gen_ai.input.messages"),
         (SECRET_USER, "chat sonnet-4-5", "attribute gen_ai.input.messages"),
+        (SECRET_USER, "invoke_agent assistant", "attribute gen_ai.input.messages"),  # the run's input
     } == found
     with pytest.raises(AssertionError, match="secret leak"):
         assert_no_leak(spans(span_exporter), SECRETS)
