@@ -39,7 +39,6 @@ TOKEN_BUCKETS: Final = [
     67108864,
 ]
 COUNT_BUCKETS: Final = [1, 2, 4, 8, 16, 32, 64, 128]
-CHUNK_BUCKETS: Final = [0.01, 0.02, 0.04, 0.05, 0.06, 0.08, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5]
 
 GEN_AI_CLIENT_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
 GEN_AI_CLIENT_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
@@ -96,7 +95,7 @@ class Instruments:
             GEN_AI_CLIENT_TIME_PER_OUTPUT_CHUNK,
             unit="s",
             description="Time between consecutive chunks of a streaming LLM call, after the first.",
-            explicit_bucket_boundaries_advisory=CHUNK_BUCKETS,
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
         )
         self.agent_duration: Histogram = meter.create_histogram(
             GEN_AI_INVOKE_AGENT_DURATION,

@@ -27,6 +27,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from flowra_otel import OtelHooks
 from flowra_otel import patches as otel_patches
+from tests.semconv_conformance import check_metrics, check_spans
 
 
 @pytest.fixture
@@ -134,3 +135,24 @@ def hooks_with(otel: OtelHooks, *providers: object) -> HookRegistry:
 def wrapped_result(text: str) -> str:
     """``gen_ai.tool.call.result`` of a tool that returned plain text: ``{"content": text}``."""
     return json.dumps({"content": text}, ensure_ascii=False, separators=(",", ":"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "semconv_exempt: the test plants GenAI semconv violations on purpose")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """Every span and metric a test produced conforms to the GenAI conventions we target
+    (tests/semconv_conformance.py over the vendored model): checked after the test body, before
+    the fixtures tear down, so no test can pass while the plugin drifts from the conventions."""
+    result = yield  # re-raises if the test failed: nothing more to say then
+    if item.get_closest_marker("semconv_exempt") is None:
+        funcargs = getattr(item, "funcargs", {})
+        exporter = funcargs.get("span_exporter")
+        problems = check_spans(exporter.get_finished_spans()) if exporter is not None else []
+        if "meter_provider" in funcargs:  # a reader never attached to a provider cannot collect
+            problems += check_metrics(funcargs["metric_reader"].get_metrics_data())
+        if problems:
+            pytest.fail("GenAI semconv violations:\n" + "\n".join(sorted(set(problems))), pytrace=False)
+    return result

@@ -151,6 +151,7 @@ def second_chat_input(spans: list[ReadableSpan]) -> str:
     return value
 
 
+@pytest.mark.semconv_exempt  # the SDK's attribute cut breaks the JSON on purpose here
 @pytest.mark.parametrize("secret", [PEM_KEY, PASSWORD])
 async def test_find_leaks_reports_a_secret_inside_a_truncated_attribute(
     truncated_spans: list[ReadableSpan], secret: str
@@ -169,6 +170,7 @@ async def test_find_leaks_reports_a_secret_inside_a_truncated_attribute(
         assert_no_leak(truncated_spans, [secret], allowed=[f"attribute {semconv.GEN_AI_TOOL_CALL_RESULT}"])
 
 
+@pytest.mark.semconv_exempt  # the SDK's attribute cut breaks the JSON on purpose here
 async def test_audit_reports_a_secret_inside_a_truncated_attribute(
     truncated_spans: list[ReadableSpan], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
