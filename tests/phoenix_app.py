@@ -58,7 +58,7 @@ async def run_app(conversation_id: str) -> dict[str, object]:
     handles = configure_telemetry()
     try:
         registry = HookRegistry()
-        registry.add(OtelHooks(capture_content=True))
+        registry.add(OtelHooks(capture_content=True, openinference=True))
         registry.add(RedactionHooks())
         parent = ScriptedProvider(
             [
