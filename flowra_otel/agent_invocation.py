@@ -4,7 +4,8 @@ Why an object per span: see ``chat_invocation``. The agent owns the spans it ope
 ``chat`` and the ``execute_tool`` spans of its current tool calls) and ends them before itself,
 so a parent never ends before its children, whatever ends the agent. Usage is summed from its
 chat spans (or taken from flowra's own ``ToolLoopResult.usage``) and written under the
-``flowra.agent.usage.*`` keys, so backends that sum ``gen_ai.usage.*`` over a trace count once.
+``gen_ai.usage.*`` keys the conventions give ``invoke_agent`` (backends that sum model spans count
+each token once; ``openinference=True`` keeps Phoenix, which sums every span, from counting twice).
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ class AgentInvocation:
         self.start_ns = start_ns
         self.chat: ChatInvocation | None = None
         self.pending_tools: list[ToolInvocation] = []  # announced this iteration, not spawned yet
-        self.tools: list[ToolInvocation] = []  # the spawned batch, by child position
+        self.tools: list[ToolInvocation | None] = []  # the spawned batch, by child position
         self.models: set[str] = set()
         self.llm_calls = 0
         self.tool_calls = 0
@@ -157,9 +158,10 @@ class AgentInvocation:
         """The step returned ``Spawn``: child ``i`` runs ``tool_uses[i]``; bind the announced tool
         calls to those positions (flowra spawns them in the order they were announced)."""
         pending, self.pending_tools = self.pending_tools, []
-        batch: list[ToolInvocation] = []
+        batch: list[ToolInvocation | None] = []  # by child position; None: not a tool call
         for tool_use in tool_uses:
             if tool_use is None or not pending:
+                batch.append(None)
                 continue
             # The announced call whose final tool use this is; else the next one in order.
             match = next((t for t in pending if t.tool_use is tool_use), pending[0])
@@ -176,7 +178,7 @@ class AgentInvocation:
     def tool_for_result(self, tool_use: Any) -> ToolInvocation | None:
         """The spawned call an AfterToolCallEvent reports on: results arrive in call order; the
         same tool-use object, else the same id, else the next open call."""
-        open_tools = [t for t in self.tools if not t.ended]
+        open_tools = [t for t in self.tools if t is not None and not t.ended]
         if not open_tools:
             return None
         for tool in open_tools:
@@ -207,7 +209,8 @@ class AgentInvocation:
             child_reason = reason or semconv.END_RUN_ENDED
             guarded(self.end_chat, error, reason=child_reason, end_ns=end_ns)
             for tool in self.pending_tools + self.tools:
-                guarded(tool.fail, error, reason=child_reason, end_ns=end_ns)
+                if tool is not None:
+                    guarded(tool.fail, error, reason=child_reason, end_ns=end_ns)
             self._apply_finish(error, reason, result)
         except Exception:
             logger.exception("flowra_otel: could not record the end of an invoke_agent span; it still ends")

@@ -56,8 +56,9 @@ class OtelHooks:
         redact_secrets: also replace common secret shapes (API keys, bearer tokens, e-mails,
             card numbers) with ``[REDACTED:<kind>]``; True for all, or an iterable of names
             from ``flowra_otel.content.BUILTIN_SECRET_PATTERNS``.
-        max_content_length: characters kept per content attribute, the rest replaced by a
-            truncation marker; None for no limit.
+        max_content_length: the size budget of each content attribute, applied *inside* the JSON
+            (long leaves cut with a visible marker, oldest messages dropped first), so every value
+            stays valid JSON; None for no limit.
         redaction_hmac_key: when set (bytes or str), the redaction ledger adds an
             HMAC-SHA256 of each redacted original, so it can be proven later without storing it.
         conversation_id: ``gen_ai.conversation.id`` for every span of a run: a fixed string, or
@@ -74,7 +75,9 @@ class OtelHooks:
             token once.
 
     Raises:
-        TypeError: an option of the wrong type, at construction, never mid-run.
+        TypeError: an option of the wrong type (an async callable included), at construction.
+        ValueError: an option of the right type but a bad value (a length below 1, an HMAC key
+            under 16 bytes, an unknown secret pattern, bad or too many metric metadata keys).
     """
 
     __slots__ = ("_auto", "_disabled", "_instruments", "_options", "_tracer")

@@ -202,8 +202,8 @@ class Instruments:
         self.agent_inference_calls.record(inference_calls, count_attrs)
         self.agent_tool_calls.record(tool_calls, count_attrs)
 
-    def record_redaction(self, tool_name: str, field: str) -> None:
-        self.redactions.add(1, {semconv.GEN_AI_TOOL_NAME: tool_name, "flowra.redaction.field": field})
+    def record_redaction(self, tool_name: str, field: str, extra: Mapping[str, AttributeValue]) -> None:
+        self.redactions.add(1, {semconv.GEN_AI_TOOL_NAME: tool_name, "flowra.redaction.field": field, **extra})
 
     def chat_attributes(
         self, provider: str, model: str, agent_name: str | None, extra: Mapping[str, AttributeValue]

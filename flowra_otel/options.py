@@ -206,12 +206,18 @@ def validate_attributes(value: object) -> dict[str, AttributeValue]:
         if not isinstance(k, str) or not k or not ok:
             msg = f"attributes: {k!r}: {v!r} is not a valid OpenTelemetry attribute (str key, primitive value)"
             raise TypeError(msg)
-        out[k] = list(v) if isinstance(v, tuple) else v
+        out[k] = [_safe_item(i) for i in v] if isinstance(v, list | tuple) else _safe_item(v)
     return out
 
 
+def _safe_item(value: AttributeValue) -> Any:
+    return utf8_safe(value) if isinstance(value, str) else value
+
+
 def validate_conversation_id(value: object) -> str | Callable[[Mapping[str, Any]], str | None] | None:
-    if value is None or (isinstance(value, str) and value):
+    if isinstance(value, str) and value:
+        return utf8_safe(value)
+    if value is None:
         return value
     if callable(value):
         reject_async("conversation_id", value)
@@ -223,8 +229,9 @@ def validate_conversation_id(value: object) -> str | Callable[[Mapping[str, Any]
 def validate_metric_metadata_keys(value: object) -> tuple[str, ...]:
     """``metric_attributes_from_metadata``: metadata key names that become metric attributes.
 
-    Names must be plain attribute keys outside the namespaces whose meaning the conventions fix
-    (``gen_ai.``, ``error.``, ``server.``, ``http.``), so a tenant can never shadow a GenAI key.
+    Names must be plain attribute keys outside the namespaces whose meaning the conventions or this
+    package fix (``gen_ai.``, ``error.``, ``server.``, ``http.``, ``flowra.``), so a tenant can
+    never shadow a GenAI key.
     """
     if value is None:
         return ()

@@ -11,10 +11,8 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, Final
-
-from opentelemetry.util.types import AttributeValue
 
 logger = logging.getLogger("flowra_otel")
 
@@ -90,26 +88,3 @@ def safe_float(value: object) -> float | None:
     except Exception:
         return None
     return number if math.isfinite(number) else None
-
-
-_PRIMITIVES: Final = (str, bool, int, float)
-
-
-def safe_attributes(attrs: Mapping[str, Any]) -> dict[str, AttributeValue]:
-    """Attribute values as OpenTelemetry accepts them: strings UTF-8-safe, lists homogeneous."""
-    out: dict[str, AttributeValue] = {}
-    for key, value in attrs.items():
-        if isinstance(value, str):
-            out[key] = utf8_safe(value)
-        elif isinstance(value, _PRIMITIVES):
-            out[key] = value
-        elif isinstance(value, list | tuple):
-            items = list(value)
-            kinds = {type(v) for v in items}
-            if len(kinds) == 1 and kinds <= {bool, int, float}:
-                out[key] = items
-            else:
-                out[key] = [utf8_safe(v) if isinstance(v, str) else safe_str(v) for v in items]
-        elif value is not None:
-            out[key] = safe_str(value)
-    return out

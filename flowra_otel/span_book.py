@@ -307,7 +307,7 @@ class SpanBook:
         """Known now: stamp it on every span already open in this run, and on all later ones."""
         self.conversation_id = cid
         for agent in self.agents.values():
-            spans = [agent.span] + [t.span for t in agent.pending_tools + agent.tools if not t.ended]
+            spans = [agent.span] + [t.span for t in agent.pending_tools + agent.tools if t is not None and not t.ended]
             if agent.chat is not None:
                 spans.append(agent.chat.span)
             for span in spans:
@@ -454,7 +454,7 @@ class SpanBook:
         """
         node = step.node
         agent = self.agents.get(id(node))
-        if agent is not None and agent.chat is not None:
+        if agent is not None and agent.chat is not None and not step.frames:
             return None  # the tool loop's own call: already traced by its events
         owner = _owner_on(node)
         if owner is None or request is None:

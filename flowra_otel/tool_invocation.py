@@ -182,7 +182,7 @@ class ToolInvocation:
             span.set_attribute(redaction.APPLIED, True)
             span.set_attribute(redaction.FIELDS, list(self.redacted_fields))
             span.set_attributes(change.attributes(final, options.redaction_hmac_key))
-        guarded(self.owner.instruments.record_redaction, self.name, change.field)
+        guarded(self.owner.instruments.record_redaction, self.name, change.field, self.metric_extra)
 
     def _record_metrics(self, end_ns: int, error_type: str | None) -> None:
         self.owner.instruments.record_tool(

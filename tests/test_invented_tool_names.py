@@ -135,7 +135,9 @@ async def test_capture_off_the_invented_name_is_nowhere(
     assert attrs[semconv.GEN_AI_TOOL_NAME] == PLACEHOLDER
     assert semconv.FLOWRA_TOOL_REQUESTED_NAME not in attrs
     assert semconv.GEN_AI_TOOL_DESCRIPTION not in attrs
-    assert tool_names_in_metrics(metric_reader, instruments.GEN_AI_EXECUTE_TOOL_DURATION) == sorted([OFFERED, PLACEHOLDER])
+    assert tool_names_in_metrics(metric_reader, instruments.GEN_AI_EXECUTE_TOOL_DURATION) == sorted(
+        [OFFERED, PLACEHOLDER]
+    )
     assert tool_names_in_metrics(metric_reader, instruments.FLOWRA_TOOL_ERRORS) == [PLACEHOLDER]
 
     # Paired negative: the same scans do find an offered tool's name.

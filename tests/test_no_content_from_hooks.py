@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from flowra.agent import Event, HookRegistry
 from flowra.lib.tool_loop import AfterToolCallEvent, ToolLoopStatus
 from flowra.llm import LLMRequest, SystemMessage, TextBlock, ToolResultBlock, UserMessage
@@ -21,9 +22,9 @@ from flowra_otel import OtelHooks, semconv
 from flowra_otel.testing import assert_no_leak, find_leaks
 from tests.conftest import SpanLedger, assert_all_ended, hooks_with, wrapped_result
 from tests.flowra_support import (
+    ScriptedProvider,
     SummarizerAgent,
     SummarizeSpec,
-    ScriptedProvider,
     run_agent,
     run_tool_loop,
     specialist_runtime,
@@ -80,15 +81,18 @@ def chats(exporter: InMemorySpanExporter, model: str) -> list[ReadableSpan]:
     return [s for s in exporter.get_finished_spans() if s.name == f"chat {model}"]
 
 
+@pytest.mark.parametrize("plugin_first", [True, False], ids=["plugin_first", "scrubber_first"])
 async def test_a_model_called_from_a_hook_gets_a_chat_span_without_content(
-    make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter, ledger: SpanLedger
+    plugin_first: bool, make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter, ledger: SpanLedger
 ) -> None:
     small = ScriptedProvider([text_response(SCRUBBED)])
     main = ScriptedProvider(
         [tool_calls_response([("c1", "lookup_account", {"owner": "Ada"})]), text_response("It is active.")]
     )
     async with tool_registry(lookup_account) as tools:
-        runtime = tool_loop_runtime(main, tools, hooks_with(make_otel_hooks(capture_content=True), ModelScrubber(small)))
+        runtime = tool_loop_runtime(
+            main, tools, hooks_with(make_otel_hooks(capture_content=True), ModelScrubber(small))
+        )
         result = await run_tool_loop(runtime, "Is Ada's account active?")
     assert result.status == ToolLoopStatus.COMPLETED
     main.assert_exhausted()
