@@ -4,7 +4,8 @@ Why: the redaction ledger names the hook that replaced ``BeforeToolCallEvent.too
 ``AfterToolCallEvent.result``. flowra's own emit gives no per-handler view, so for the two tool
 events (and only when a handler other than an ``OtelHooks`` is on the registry) the plugin runs
 the same loop itself: same ``Event`` envelope, same live handler list, same order, same awaiting
-(flowra 0.0.3 - 0.0.8 are identical here), plus one identity check after each handler. A
+(flowra 0.0.3 - 0.0.8 are identical here), plus one identity check after each handler and, for
+tool arguments (a mutable dict), a comparison of their canonical text, so an in-place edit counts. A
 ``propagate_to`` forwarder's nested emit runs through here too and updates the tracker first, so
 the forwarder itself is never blamed for a change made by a handler of the target registry.
 """
@@ -17,7 +18,7 @@ from typing import Any, Final
 
 from . import redaction
 from ._flowra import Event, events, registry_context, registry_handlers
-from .safety import changed
+from .safety import changed, guarded
 
 logger = logging.getLogger("flowra_otel")
 
@@ -31,23 +32,49 @@ LEDGER_FIELDS: Final[dict[type[Any], str]] = {
 class FieldTracker:
     """The tracked field of one event object across every handler of its (outermost) emit."""
 
-    __slots__ = ("change", "field", "initial", "last")
+    __slots__ = ("change", "field", "initial", "last", "text")
 
     def __init__(self, field: str, value: Any) -> None:
         self.field = field
         self.initial = value  # before any handler: e.g. the tool-use block of the model's response
         self.last = value  # the field's value after the latest handler
         self.change: redaction.FieldChange | None = None
+        # Tool arguments only (a tool input is a mutable dict; blocks and result text are not):
+        # the canonical text after the latest handler, so an in-place edit is seen too.
+        self.text: str | None = None
+
+    @property
+    def ledger_field(self) -> str:
+        return redaction.FIELD_ARGUMENTS if self.field == "tool_use" else redaction.FIELD_RESULT
+
+    def start(self) -> None:
+        """Before the first handler of a tracked emit: take the arguments' text, if not yet taken."""
+        if self.field == "tool_use" and self.text is None:
+            self.text = redaction.canonical(redaction.FIELD_ARGUMENTS, self.last)
 
     def observe(self, value: Any, handler: Any) -> None:
         """Called when ``value`` is not the last value seen (identity): equality decides."""
         if not changed(value, self.last):
             return
-        if self.change is None:
-            ledger_field = redaction.FIELD_ARGUMENTS if self.field == "tool_use" else redaction.FIELD_RESULT
-            self.change = redaction.FieldChange(ledger_field, self.last)
-        self.change.handlers.append(redaction.handler_name(handler))
+        self._note(handler, self.text)
         self.last = value
+        if self.text is not None:
+            self.text = redaction.canonical(redaction.FIELD_ARGUMENTS, value)
+
+    def check_in_place(self, value: Any, handler: Any) -> None:
+        """The same object as before ``handler``: did it edit the arguments in place?"""
+        before = self.text
+        if before is None:
+            return
+        after = redaction.canonical(redaction.FIELD_ARGUMENTS, value)
+        if after != before:
+            self._note(handler, before)
+            self.text = after
+
+    def _note(self, handler: Any, original_text: str | None) -> None:
+        if self.change is None:
+            self.change = redaction.FieldChange(self.ledger_field, self.last, original_text)
+        self.change.handlers.append(redaction.handler_name(handler))
 
 
 async def emit_tracking(registry: Any, data: Any, tracker: FieldTracker) -> Any:
@@ -56,15 +83,18 @@ async def emit_tracking(registry: Any, data: Any, tracker: FieldTracker) -> Any:
     handlers = registry_handlers(registry, type(data))
     if handlers:
         field = tracker.field
+        guarded(tracker.start)
         for handler in handlers:
             result = handler(event)
             if inspect.isawaitable(result):
                 await result
             value = getattr(event.data, field, None)
-            if value is not tracker.last:
-                try:
+            try:
+                if value is not tracker.last:
                     tracker.observe(value, handler)
-                except Exception:  # the ledger loses an entry; the agent never notices
-                    logger.exception("flowra_otel: could not note a hook's change for the redaction ledger")
-                    tracker.last = value
+                elif tracker.text is not None:
+                    tracker.check_in_place(value, handler)
+            except Exception:  # the ledger loses an entry; the agent never notices
+                logger.exception("flowra_otel: could not note a hook's change for the redaction ledger")
+                tracker.last = value
     return event.data

@@ -70,11 +70,16 @@ class FieldChange:
 
     __slots__ = ("field", "handlers", "original", "original_text")
 
-    def __init__(self, field: str, original: Any) -> None:
+    def __init__(self, field: str, original: Any, original_text: str | None = None) -> None:
         self.field = field
         self.original = original
-        self.original_text = canonical(field, original)
+        self.original_text = canonical(field, original) if original_text is None else original_text
         self.handlers: list[str] = []
+
+    def differs_from(self, final: Any) -> bool:
+        """Whether ``final`` is not the original (by canonical text: an edit that was undone, or a
+        replacement by an equal value, leaves no ledger entry)."""
+        return canonical(self.field, final) != self.original_text
 
     def attributes(self, final: Any, secret: bytes | None) -> dict[str, AttributeValue]:
         attrs: dict[str, AttributeValue] = {

@@ -23,7 +23,7 @@ from opentelemetry.util.types import AttributeValue
 from . import attributes, redaction, semconv
 from .content import ContentRenderer
 from .errors import end_error_type, record_end
-from .safety import changed, guarded, safe_str
+from .safety import guarded, safe_str
 
 if TYPE_CHECKING:
     from .hooks import OtelHooks
@@ -173,7 +173,7 @@ class ToolInvocation:
             span.set_attribute(semconv.GEN_AI_TOOL_CALL_RESULT, content.tool_result(getattr(result, "content", "")))
 
     def _record_ledger(self, change: redaction.FieldChange | None, final: Any) -> None:
-        if change is None or not changed(final, change.original):
+        if change is None or not change.differs_from(final):
             return
         options = self.owner.options
         span = self.span

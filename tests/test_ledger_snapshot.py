@@ -117,12 +117,44 @@ async def test_original_length_and_hmac_describe_the_model_original(
     assert attrs[f"{PREFIX}original_length"] == len(original_text)
     assert attrs[f"{PREFIX}original_hmac_sha256"] == mac(original_text)
     assert attrs[f"{PREFIX}final_length"] == len(final_text)
-    # Hook A made the first change (hook B edits in place; not asserted whether it is named).
+    # Hook A made the first change; hook B's in-place edit is a change of its own.
     handlers = list(attrs[f"{PREFIX}handlers"])  # type: ignore[arg-type]
-    assert handlers[:1] == [f"{__name__}.{first_change.__name__}"]
+    assert handlers == [f"{__name__}.{first_change.__name__}", f"{__name__}.scrub_in_place"]
     # Paired negative: had the ledger been computed from the shared (now scrubbed) object at the
     # end, it would say this; it must not.
     assert attrs[f"{PREFIX}original_hmac_sha256"] != mac(final_text)
     # The recorded arguments are the final ones, and the secret is nowhere.
+    assert json.loads(str(attrs[semconv.GEN_AI_TOOL_CALL_ARGUMENTS])) == FINAL_INPUT
+    assert_no_leak(span_exporter.get_finished_spans(), [SECRET])
+
+
+@pytest.mark.parametrize("hmac_key", [None, HMAC_KEY], ids=["no_key", "key"])
+async def test_an_in_place_scrub_alone_is_in_the_ledger(
+    hmac_key: bytes | None, make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter, ledger: SpanLedger
+) -> None:
+    """A hook that edits the tool input in place (no new object at all) is a redaction too: the
+    audit must show that and where it happened, with the original's length (and HMAC)."""
+    model_input = copy.deepcopy(ORIGINAL_INPUT)
+    provider = ScriptedProvider([tool_calls_response([("c1", "connect", model_input)]), text_response("ok")])
+    registry = HookRegistry()
+    registry.add(make_otel_hooks(capture_content=True, redaction_hmac_key=hmac_key))
+    registry.on(BeforeToolCallEvent, scrub_in_place)
+    async with tool_registry(connect) as tools:
+        await run_tool_loop(tool_loop_runtime(provider, tools, registry), "connect acme")
+    assert_all_ended(ledger, span_exporter)
+
+    (tool,) = [s for s in span_exporter.get_finished_spans() if s.name == "execute_tool connect"]
+    attrs = dict(tool.attributes or {})
+    original_text = canonical(ORIGINAL_INPUT)
+    expected = {
+        "flowra.redaction.applied": True,
+        "flowra.redaction.fields": ("arguments",),
+        f"{PREFIX}handlers": (f"{__name__}.scrub_in_place",),
+        f"{PREFIX}original_length": len(original_text),
+        f"{PREFIX}final_length": len(canonical(FINAL_INPUT)),
+    }
+    if hmac_key is not None:
+        expected[f"{PREFIX}original_hmac_sha256"] = mac(original_text)
+    assert {k: v for k, v in attrs.items() if k.startswith("flowra.redaction.")} == expected
     assert json.loads(str(attrs[semconv.GEN_AI_TOOL_CALL_ARGUMENTS])) == FINAL_INPUT
     assert_no_leak(span_exporter.get_finished_spans(), [SECRET])
