@@ -55,6 +55,7 @@ __all__ = [
     "events",
     "forward_target",
     "node_id_of",
+    "owning_agent_path",
     "parent_of",
     "provider_class_of",
     "registry_context",
@@ -211,3 +212,19 @@ def spawned_tool_uses(result: Any) -> list[Any] | None:
         spec = getattr(child, "spec", None)
         out.append(spec.tool_use if isinstance(spec, ToolCallSpec) else None)
     return out
+
+
+def owning_agent_path(node: Any) -> str:
+    """The user's agent that owns a tool loop: ``chat`` for ``chat/tool_loop``.
+
+    A tool loop registered as a sub-agent of its parent node's agent belongs to that agent
+    (ChatAgent and user agents built the same way); a tool loop registered on its own is the
+    agent.
+    """
+    path = agent_name_of(node)
+    parent = parent_of(node)
+    if parent is not None:
+        parent_path = agent_name_of(parent)
+        if parent_path and path.startswith(parent_path + "/"):
+            return parent_path
+    return path

@@ -20,7 +20,7 @@ from opentelemetry.metrics import Meter, MeterProvider, NoOpMeterProvider
 from opentelemetry.trace import NoOpTracerProvider, Tracer, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
-from . import __version__, patches, semconv, span_book
+from . import __version__, patches, registry_view, semconv
 from ._flowra import DELTA_EVENTS, SPAN_EVENTS, TRACED_EVENTS, HookContext, HookRegistry, registry_handlers
 from .content import DEFAULT_MAX_CONTENT_LENGTH, ContentPolicy, Redactor
 from .instruments import Instruments
@@ -202,7 +202,7 @@ class OtelHooks:
         return f"OtelHooks(capture_content={self._options.capture_content})"
 
 
-span_book.PLUGIN_HANDLERS.add(OtelHooks._on_event)
+registry_view.PLUGIN_HANDLERS.add(OtelHooks._on_event)
 
 
 def _drop_auto_handlers(registry: HookRegistry) -> None:

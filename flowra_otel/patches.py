@@ -31,8 +31,10 @@ from opentelemetry import trace
 
 from . import durable
 from ._flowra import EXECUTE_NODE, AgentRuntime, Engine, HookRegistry, LLMProvider, runtime_storage
+from .registry_view import may_be_traced
 from .safety import guarded
-from .span_book import DELTA_EVENT_TYPES, INTERESTING_EVENTS, SpanBook, StepScope, may_be_traced
+from .span_book import DELTA_EVENT_TYPES, INTERESTING_EVENTS, SpanBook
+from .step_scope import StepScope
 
 logger = logging.getLogger("flowra_otel")
 

@@ -24,17 +24,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from contextvars import Token
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Link, Span
-from opentelemetry.util.types import AttributeValue
+from opentelemetry.trace import Span
 
-from . import attributes, durable, semconv
+from . import attributes, semconv
 from ._flowra import (
     CONTINUATION_TYPES,
     DELTA_EVENTS,
@@ -47,20 +44,20 @@ from ._flowra import (
     agent_name_of,
     child_index_of,
     events,
-    forward_target,
     node_id_of,
+    owning_agent_path,
     parent_of,
     provider_class_of,
     registry_context,
-    registry_handlers,
-    services_of,
     spawned_tool_uses,
 )
 from .agent_invocation import AgentInvocation
 from .chat_invocation import ChatInvocation
-from .content import ContentRenderer
 from .ledger_emit import LEDGER_FIELDS, FieldTracker, emit_tracking
+from .registry_view import has_foreign_handler, is_streaming, owner_on
+from .run_state import RunState
 from .safety import guarded, safe_str, utf8_safe
+from .step_scope import EmitFrame, StepScope
 from .tool_invocation import ToolInvocation
 
 if TYPE_CHECKING:
@@ -76,79 +73,19 @@ INTERESTING_EVENTS = _TRACED | DELTA_EVENT_TYPES
 type Emit = Callable[[Any, Any], Awaitable[Any]]
 
 
-class EmitFrame:
-    """One event object during its outermost ``emit``; ``owner`` is the first OtelHooks to see it."""
-
-    __slots__ = ("data", "hook_context", "owner", "registry", "start_ns", "target", "tracker")
-
-    def __init__(self, data: Any, registry: Any) -> None:
-        self.data = data
-        self.registry = registry
-        self.start_ns = time.time_ns()
-        self.owner: OtelHooks | None = None
-        self.hook_context: Any = None
-        self.target: Any = None  # the chat or tool invocation this event concerns
-        self.tracker: FieldTracker | None = None
-
-
-class StepScope:
-    """One step of one engine node, in its own task: the node, the events being emitted, and the
-    chat context made current for the provider call (attached and detached in this task only)."""
-
-    __slots__ = ("book", "frames", "node", "task", "token")
-
-    def __init__(self, book: SpanBook, node: Any) -> None:
-        self.book = book
-        self.node = node
-        self.frames: list[EmitFrame] = []
-        self.token: Token[Context] | None = None
-        self.task: asyncio.Task[Any] | None = None
-
-    def attach(self, span: Span) -> None:
-        """Make ``span`` current for the provider call, so HTTP or SDK instrumentations nest under it."""
-        self.detach()
-        self.task = asyncio.current_task()
-        self.token = otel_context.attach(trace.set_span_in_context(span))
-
-    def detach(self) -> None:
-        token, self.token = self.token, None
-        if token is not None and asyncio.current_task() is self.task:
-            otel_context.detach(token)
-
-
 class SpanBook:
     """All open spans of one ``AgentRuntime.run``/``resume`` call."""
 
-    __slots__ = (
-        "agents",
-        "caller_context",
-        "closed",
-        "content",
-        "conversation_id",
-        "interrupted",
-        "metric_extra",
-        "persist_pending",
-        "resumed_from",
-        "root_span",
-        "storage",
-    )
+    __slots__ = ("agents", "caller_context", "closed", "interrupted", "run")
 
     def __init__(
         self, caller_context: Context, *, storage: Any = None, resumed: Mapping[str, Any] | None = None
     ) -> None:
         self.caller_context = caller_context
         self.agents: dict[int, AgentInvocation] = {}
-        self.content: dict[int, ContentRenderer] = {}  # per OtelHooks with capture on: one renderer per run
+        self.run = RunState(storage=storage, resumed=resumed)
         self.closed = False
         self.interrupted = False  # a step raised flowra's interrupt (0.0.7 then ends the whole run)
-        self.metric_extra: dict[str, AttributeValue] = {}  # from the spec metadata, once accepted
-        self.storage = storage  # flowra SessionStorage of a durable run, where the trace link is kept
-        self.persist_pending = False
-        self.root_span: Span | None = None
-        self.resumed_from = durable.parse_traceparent(resumed.get("traceparent")) if resumed else None
-        self.conversation_id: str | None = (
-            safe_str(resumed["conversation_id"]) if resumed and resumed.get("conversation_id") else None
-        )
 
     # ------------------------------------------------------------------ emit (patched)
     async def emit(self, step: StepScope, original: Emit, registry: Any, data: Any) -> Any:
@@ -168,7 +105,7 @@ class SpanBook:
             frame.tracker = FieldTracker(field, getattr(data, field, None))
         frames.append(frame)
         try:
-            if frame.tracker is not None and type(registry) is HookRegistry and _has_foreign_handler(registry, cls):
+            if frame.tracker is not None and type(registry) is HookRegistry and has_foreign_handler(registry, cls):
                 result = await emit_tracking(registry, data, frame.tracker)
             else:
                 result = await original(registry, data)
@@ -181,8 +118,8 @@ class SpanBook:
         if frame.owner is not None:
             frame.data = result  # a handler may have replaced the event object itself
             guarded(self._after_emit, step, frame, None)
-        if self.persist_pending:
-            await self._persist()
+        if self.run.persist_pending:
+            await self.run.persist()
         return result
 
     def chunk(self, node: Any) -> None:
@@ -202,16 +139,6 @@ class SpanBook:
         frame.hook_context = hook_context
         self._on_claimed(step.node, frame)
 
-    async def _persist(self) -> None:
-        """Keep this run's root span context (and conversation id) in flowra's own session
-        state, so a ``resume()`` in another process can link back to this trace."""
-        self.persist_pending = False
-        try:
-            if self.storage is not None and self.root_span is not None:
-                await durable.save(self.storage, self.root_span, self.conversation_id)
-        except Exception:
-            logger.exception("flowra_otel: could not save the trace link in session storage")
-
     # ------------------------------------------------------------------ events
     def _on_claimed(self, node: Any, frame: EmitFrame) -> None:
         if node is None:
@@ -227,13 +154,13 @@ class SpanBook:
                 owner,
                 agent.context,
                 data.request,
-                stamp=self._stamp(owner),
-                streaming=_is_streaming(frame.registry),
+                stamp=self.run.stamp(owner),
+                streaming=is_streaming(frame.registry),
                 start_ns=frame.start_ns,
                 content=agent.content,
                 agent_name=agent.name,
                 provider_class=provider_class_of(node),
-                metric_extra=self.metric_extra,
+                metric_extra=self.run.metric_extra,
             )
             agent.chat_started(chat, data.request)
             frame.target = chat
@@ -243,11 +170,11 @@ class SpanBook:
                 agent.context,
                 data.tool_use,
                 agent_name=agent.name,
-                stamp=self._stamp(owner),
+                stamp=self.run.stamp(owner),
                 start_ns=frame.start_ns,
                 content=agent.content,
                 offered=agent.tool_descriptions,
-                metric_extra=self.metric_extra,
+                metric_extra=self.run.metric_extra,
                 model_tool_use=frame.tracker.initial if frame.tracker is not None else None,
             )
             agent.tool_announced(tool)
@@ -255,13 +182,7 @@ class SpanBook:
         elif cls is events.AfterToolCallEvent:
             frame.target = agent.tool_for_result(data.tool_use)
         elif cls is events.MessageAcceptedEvent:
-            metadata = data.metadata or {}
-            if owner.options.metric_metadata_keys:
-                self.metric_extra.update(owner.options.metric_attributes_from(metadata))
-            if self.conversation_id is None:
-                cid = owner.options.conversation_id_from(metadata)
-                if cid:
-                    self._set_conversation_id(utf8_safe(cid))
+            self.run.accept_metadata(owner, data.metadata or {}, self._open_spans())
 
     def _after_emit(self, step: StepScope, frame: EmitFrame, exc: BaseException | None) -> None:
         agent = self.agents.get(id(step.node))
@@ -303,34 +224,14 @@ class SpanBook:
             else:
                 target.stop(data.result, change)
 
-    def _set_conversation_id(self, cid: str) -> None:
-        """Known now: stamp it on every span already open in this run, and on all later ones."""
-        self.conversation_id = cid
+    def _open_spans(self) -> Iterator[Span]:
         for agent in self.agents.values():
-            spans = [agent.span] + [t.span for t in agent.pending_tools + agent.tools if t is not None and not t.ended]
+            yield agent.span
             if agent.chat is not None:
-                spans.append(agent.chat.span)
-            for span in spans:
-                span.set_attribute(semconv.GEN_AI_CONVERSATION_ID, cid)
-        if self.storage is not None:
-            self.persist_pending = True
-
-    def _stamp(self, owner: OtelHooks) -> attributes.Attributes:
-        """Attributes every span of the run carries: the user's, and the conversation id."""
-        if self.conversation_id is None and isinstance(owner.options.conversation_id, str):
-            self.conversation_id = owner.options.conversation_id
-        if self.conversation_id is None:
-            return owner.options.attributes  # type: ignore[return-value]
-        return {**owner.options.attributes, semconv.GEN_AI_CONVERSATION_ID: self.conversation_id}
-
-    def _content_for(self, owner: OtelHooks) -> ContentRenderer | None:
-        """The run's renderer for ``owner``'s content policy; None when its capture is off."""
-        if not owner.options.capture_content:
-            return None
-        renderer = self.content.get(id(owner))
-        if renderer is None:
-            renderer = self.content[id(owner)] = owner.options.content.renderer()
-        return renderer
+                yield agent.chat.span
+            for tool in agent.pending_tools + agent.tools:
+                if tool is not None and not tool.ended:
+                    yield tool.span
 
     def _start_agent(self, node: Any, frame: EmitFrame, owner: OtelHooks) -> AgentInvocation:
         path = utf8_safe(agent_name_of(node))
@@ -339,14 +240,14 @@ class SpanBook:
         emitting_context = registry_context(frame.registry) or frame.hook_context
         hook_path = getattr(emitting_context, "agent_path", None)
         name = utf8_safe(
-            owner.options.resolve_agent_name(safe_str(hook_path) if hook_path else _owning_agent_path(node))
+            owner.options.resolve_agent_name(safe_str(hook_path) if hook_path else owning_agent_path(node))
         )
         attrs: attributes.Attributes = {
             semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT,
             semconv.GEN_AI_AGENT_NAME: name,
             semconv.FLOWRA_AGENT_PATH: path,
             semconv.FLOWRA_NODE_ID: utf8_safe(node_id_of(node)),
-            **self._stamp(owner),
+            **self.run.stamp(owner),
         }
         parent, via_tool = self._parent(node, include_self=False)
         if via_tool is not None and via_tool.description:  # an agent used as a tool: its description
@@ -357,10 +258,7 @@ class SpanBook:
             attrs[semconv.GEN_AI_REQUEST_MODEL] = owner.options.resolve_provider_and_model(flowra_model)[1]
             attrs.update(config)
         is_root = parent is self.caller_context
-        links = []
-        if is_root and self.resumed_from is not None:
-            links.append(Link(self.resumed_from, {durable.LINK_TYPE: durable.LINK_RESUMED_FROM}))
-            attrs[durable.RESUMED] = True
+        links = self.run.root_links(attrs) if is_root else []
         agent = AgentInvocation(
             owner,
             parent,
@@ -369,12 +267,11 @@ class SpanBook:
             attrs=attrs,
             links=links,
             start_ns=frame.start_ns,
-            content=self._content_for(owner),
-            metric_extra=self.metric_extra,
+            content=self.run.content_for(owner),
+            metric_extra=self.run.metric_extra,
         )
-        if is_root and self.root_span is None:
-            self.root_span = agent.span
-            self.persist_pending = self.storage is not None
+        if is_root:
+            self.run.root_started(agent.span)
         self.agents[id(node)] = agent
         return agent
 
@@ -442,7 +339,7 @@ class SpanBook:
         for agent in sorted(self.agents.values(), key=lambda a: -node_id_of(a.node).count(".")):
             guarded(agent.fail, error, reason=reason)
         self.agents.clear()
-        self.content.clear()
+        self.run.content.clear()
 
     # ------------------------------------------------------------------ direct provider calls
     def start_direct_chat(self, step: StepScope, request: Any) -> ChatInvocation | None:
@@ -456,17 +353,17 @@ class SpanBook:
         agent = self.agents.get(id(node))
         if agent is not None and agent.chat is not None and not step.frames:
             return None  # the tool loop's own call: already traced by its events
-        owner = _owner_on(node)
+        owner = owner_on(node)
         if owner is None or request is None:
             return None
         chat = ChatInvocation(
             owner,
             self._parent_context(node, include_self=True),
             request,
-            stamp=self._stamp(owner),
+            stamp=self.run.stamp(owner),
             streaming=False,
             start_ns=time.time_ns(),
-            content=None if step.frames else self._content_for(owner),
+            content=None if step.frames else self.run.content_for(owner),
         )
         chat.record_request(request)
         return chat
@@ -512,74 +409,4 @@ class SpanBook:
         return self.caller_context, None
 
 
-PLUGIN_HANDLERS: set[Any] = set()
-"""The functions ``OtelHooks`` registers (filled in by ``hooks.py``): how a handler is told apart."""
-
-
-def _is_plugin_handler(handler: Any) -> bool:
-    return getattr(handler, "__func__", None) in PLUGIN_HANDLERS
-
-
-def _has_foreign_handler(registry: Any, event_type: type[Any]) -> bool:
-    """Whether a handler other than an ``OtelHooks`` (which never changes events) is registered."""
-    return any(not _is_plugin_handler(h) for h in registry_handlers(registry, event_type) or ())
-
-
-def may_be_traced(registry: Any, event_type: type[Any], depth: int = 0) -> bool:
-    """Whether an ``OtelHooks`` can see this event on ``registry``: one of its handlers, or a
-    ``propagate_to`` forwarder to a registry where one can. Events no ``OtelHooks`` can see go
-    straight to flowra's own emit."""
-    for handler in registry_handlers(registry, event_type) or ():
-        if _is_plugin_handler(handler):
-            return True
-        target = forward_target(handler)
-        if target is not None and depth < 8 and may_be_traced(target, event_type, depth + 1):
-            return True
-    return False
-
-
-def _owner_on(node: Any) -> OtelHooks | None:
-    """The ``OtelHooks`` on the ``HookRegistry`` a node's agent receives, if any.
-
-    A custom agent emits no events, so no handler ever claims its provider calls; the
-    plugin traces them only when the registry that agent is given carries an ``OtelHooks``.
-    """
-    registry = services_of(node).get(HookRegistry)
-    for handler in registry_handlers(registry, events.BeforeLLMCallEvent) or ():
-        if _is_plugin_handler(handler):
-            return handler.__self__  # type: ignore[no-any-return]
-    return None
-
-
-def _owning_agent_path(node: Any) -> str:
-    """The user's agent that owns a tool loop: ``chat`` for ``chat/tool_loop``.
-
-    A tool loop registered as a sub-agent of its parent node's agent belongs to that agent
-    (ChatAgent and user agents built the same way); a tool loop registered on its own is the
-    agent.
-    """
-    path = agent_name_of(node)
-    parent = parent_of(node)
-    if parent is not None:
-        parent_path = agent_name_of(parent)
-        if parent_path and path.startswith(parent_path + "/"):
-            return parent_path
-    return path
-
-
-def _is_streaming(registry: Any) -> bool:
-    has = getattr(registry, "has_handlers", None)
-    if has is None:
-        return False
-    return any(bool(has(cls)) for cls in DELTA_EVENTS)
-
-
-__all__ = [
-    "DELTA_EVENT_TYPES",
-    "INTERESTING_EVENTS",
-    "PLUGIN_HANDLERS",
-    "EmitFrame",
-    "SpanBook",
-    "StepScope",
-    "may_be_traced",
-]
+__all__ = ["DELTA_EVENT_TYPES", "INTERESTING_EVENTS", "SpanBook"]

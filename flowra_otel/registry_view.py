@@ -1,0 +1,65 @@
+"""What the plugin reads off a ``HookRegistry``: whose handlers are on it, and where it forwards.
+
+Why apart from the router: these questions decide, per event, whether the plugin has any work to
+do at all (an event no ``OtelHooks`` can see goes straight to flowra's own emit), whether the
+handler-by-handler emit of the redaction ledger is needed (only with a handler that could change
+the event), and which ``OtelHooks`` owns a custom agent's direct provider calls.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._flowra import DELTA_EVENTS, HookRegistry, events, forward_target, registry_handlers, services_of
+
+if TYPE_CHECKING:
+    from .hooks import OtelHooks
+
+PLUGIN_HANDLERS: set[Any] = set()
+"""The functions ``OtelHooks`` registers (filled in by ``hooks.py``): how a handler is told apart."""
+
+
+def is_plugin_handler(handler: Any) -> bool:
+    return getattr(handler, "__func__", None) in PLUGIN_HANDLERS
+
+
+def has_foreign_handler(registry: Any, event_type: type[Any]) -> bool:
+    """Whether a handler other than an ``OtelHooks`` (which never changes events) is registered."""
+    return any(not is_plugin_handler(h) for h in registry_handlers(registry, event_type) or ())
+
+
+def may_be_traced(registry: Any, event_type: type[Any], depth: int = 0) -> bool:
+    """Whether an ``OtelHooks`` can see this event on ``registry``: one of its handlers, or a
+    ``propagate_to`` forwarder to a registry where one can. Events no ``OtelHooks`` can see go
+    straight to flowra's own emit."""
+    for handler in registry_handlers(registry, event_type) or ():
+        if is_plugin_handler(handler):
+            return True
+        target = forward_target(handler)
+        if target is not None and depth < 8 and may_be_traced(target, event_type, depth + 1):
+            return True
+    return False
+
+
+def owner_on(node: Any) -> OtelHooks | None:
+    """The ``OtelHooks`` on the ``HookRegistry`` a node's agent receives, if any.
+
+    A custom agent emits no events, so no handler ever claims its provider calls; the
+    plugin traces them only when the registry that agent is given carries an ``OtelHooks``.
+    """
+    registry = services_of(node).get(HookRegistry)
+    for handler in registry_handlers(registry, events.BeforeLLMCallEvent) or ():
+        if is_plugin_handler(handler):
+            return handler.__self__  # type: ignore[no-any-return]
+    return None
+
+
+def is_streaming(registry: Any) -> bool:
+    """Whether flowra will stream this registry's LLM calls (a delta handler is registered)."""
+    has = getattr(registry, "has_handlers", None)
+    if has is None:
+        return False
+    return any(bool(has(cls)) for cls in DELTA_EVENTS)
+
+
+__all__ = ["PLUGIN_HANDLERS", "has_foreign_handler", "is_plugin_handler", "is_streaming", "may_be_traced", "owner_on"]

@@ -1,0 +1,110 @@
+"""``RunState``: what every span of one flowra run shares, apart from where it sits in the tree.
+
+Why apart from the router: the conversation id (stamped on every span once known), the user's
+span attributes, the run's content renderers (one per ``OtelHooks`` policy, each caching the
+run's rendered messages), the metric attributes taken from the spec's metadata, and the durable
+trace link (the root span context kept in flowra's session storage, and the link a resumed run
+starts with) are facts about the run, not about any one span.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry.trace import Link, Span
+from opentelemetry.util.types import AttributeValue
+
+from . import attributes, durable, semconv
+from .content import ContentRenderer
+from .safety import safe_str
+
+if TYPE_CHECKING:
+    from .hooks import OtelHooks
+
+logger = logging.getLogger("flowra_otel")
+
+
+class RunState:
+    """The facts one ``AgentRuntime.run``/``resume`` call shares across its spans."""
+
+    __slots__ = (
+        "content",
+        "conversation_id",
+        "metric_extra",
+        "persist_pending",
+        "resumed_from",
+        "root_span",
+        "storage",
+    )
+
+    def __init__(self, *, storage: Any = None, resumed: Mapping[str, Any] | None = None) -> None:
+        self.content: dict[int, ContentRenderer] = {}  # per OtelHooks with capture on
+        self.metric_extra: dict[str, AttributeValue] = {}  # from the spec metadata, once accepted
+        self.storage = storage  # flowra SessionStorage of a durable run, where the trace link is kept
+        self.persist_pending = False
+        self.root_span: Span | None = None
+        self.resumed_from = durable.parse_traceparent(resumed.get("traceparent")) if resumed else None
+        self.conversation_id: str | None = (
+            safe_str(resumed["conversation_id"]) if resumed and resumed.get("conversation_id") else None
+        )
+
+    def stamp(self, owner: OtelHooks) -> attributes.Attributes:
+        """Attributes every span of the run carries: the user's, and the conversation id."""
+        if self.conversation_id is None and isinstance(owner.options.conversation_id, str):
+            self.conversation_id = owner.options.conversation_id
+        if self.conversation_id is None:
+            return owner.options.attributes  # type: ignore[return-value]
+        return {**owner.options.attributes, semconv.GEN_AI_CONVERSATION_ID: self.conversation_id}
+
+    def content_for(self, owner: OtelHooks) -> ContentRenderer | None:
+        """The run's renderer for ``owner``'s content policy; None when its capture is off."""
+        if not owner.options.capture_content:
+            return None
+        renderer = self.content.get(id(owner))
+        if renderer is None:
+            renderer = self.content[id(owner)] = owner.options.content.renderer()
+        return renderer
+
+    def accept_metadata(self, owner: OtelHooks, metadata: Mapping[str, Any], open_spans: Iterable[Span]) -> None:
+        """The spec's metadata is known (MessageAcceptedEvent): metric attributes, conversation id."""
+        if owner.options.metric_metadata_keys:
+            self.metric_extra.update(owner.options.metric_attributes_from(metadata))
+        if self.conversation_id is None:
+            cid = owner.options.conversation_id_from(metadata)
+            if cid:
+                self.set_conversation_id(safe_str(cid), open_spans)
+
+    def set_conversation_id(self, cid: str, open_spans: Iterable[Span]) -> None:
+        """Known now: stamp it on every span already open in this run, and on all later ones."""
+        self.conversation_id = cid
+        for span in open_spans:
+            span.set_attribute(semconv.GEN_AI_CONVERSATION_ID, cid)
+        if self.storage is not None:
+            self.persist_pending = True
+
+    def root_links(self, attrs: attributes.Attributes) -> list[Link]:
+        """A resumed run's root span links to the trace of the run it continues."""
+        if self.resumed_from is None:
+            return []
+        attrs[durable.RESUMED] = True
+        return [Link(self.resumed_from, {durable.LINK_TYPE: durable.LINK_RESUMED_FROM})]
+
+    def root_started(self, span: Span) -> None:
+        if self.root_span is None:
+            self.root_span = span
+            self.persist_pending = self.storage is not None
+
+    async def persist(self) -> None:
+        """Keep this run's root span context (and conversation id) in flowra's own session
+        state, so a ``resume()`` in another process can link back to this trace."""
+        self.persist_pending = False
+        try:
+            if self.storage is not None and self.root_span is not None:
+                await durable.save(self.storage, self.root_span, self.conversation_id)
+        except Exception:
+            logger.exception("flowra_otel: could not save the trace link in session storage")
+
+
+__all__ = ["RunState"]
