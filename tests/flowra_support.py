@@ -40,55 +40,8 @@ differences are absorbed here, once, by *feature detection*:
 Everything else used here (``flowra.llm`` request/response/stream types, ``ToolRegistry``,
 ``@tool``, ``HookRegistry``) is identical in all versions.
 
-Engine node paths (``ExecutionNode.agent_name``) produced by the builders below, observed by
-running them (with a temporary patch printing every executed step) on flowra 0.0.3 - 0.0.8:
-they are identical on all (agent-as-tool only exists from 0.0.6).  Listed as
-``node id  agent_name: steps in execution order``:
-
-* ``tool_loop_runtime``, one tool call, then the final answer::
-
-      r1       assistant:            start, call_llm, collect_results, call_llm
-      r1.0     assistant/tool_call:  execute
-
-* the same with two tool calls in one LLM response: sibling nodes ``r1.0`` and ``r1.1``, both
-  ``assistant/tool_call``, whose ``execute`` steps run concurrently in one engine cycle.
-
-* ``chat_runtime`` (ChatAgent delegates every turn to a ToolLoopAgent sub-agent)::
-
-      r1       chat:                      process_message, collect_result
-      r1.0     chat/tool_loop:            start, call_llm, collect_results, call_llm
-      r1.0.0   chat/tool_loop/tool_call:  execute
-
-* agent as tool (``researcher=ResearcherSetup(...)``, the parent LLM calls ``research``,
-  the researcher's own loop calls ``get_weather``)::
-
-      r1           assistant:                     start, call_llm, collect_results, call_llm
-      r1.0         assistant/tool_call:           execute, collect_agent_result
-      r1.0.0       research:                      research, collect
-      r1.0.0.0     research/tool_loop:            start, call_llm, collect_results, call_llm
-      r1.0.0.0.0   research/tool_loop/tool_call:  execute
-
-  With ``chat_runtime`` the parent part is ``chat`` (r1) -> ``chat/tool_loop`` (r1.0) ->
-  ``chat/tool_loop/tool_call`` (r1.0.0) and the same ``research`` subtree hangs below it
-  (r1.0.0.0 ...).  ``research`` is a *root-level* name although it runs below a tool call:
-  ``make_agent_tool(ResearcherAgent)`` refers to the class, and flowra resolves a class by
-  walking up from the caller's path (``assistant/tool_call`` -> ``assistant`` -> root), so the
-  builders register the researcher at the root.  Run directly (``run_agent(runtime,
-  ResearcherAgent, ResearchSpec(...))``, any version) the subtree starts at ``r1 research``.
-
-* ``specialist_runtime``: ``r1  summarizer: summarize`` (one node, one direct provider call).
-
-The root id is ``r<run number>``: always ``r1`` without storage, counted per storage otherwise;
-children are ``<parent id>.<index>``.  Services (``LLMProvider``, ``ToolRegistry``,
-``ToolLoopConfig``, ``HookRegistry``...) are inherited from the spawning node; the researcher
-overrides the first three for its own subtree in ``__init__`` (``services.provide``, the way
-flowra's ``ChatAgent`` injects its ``ToolLoopConfig``), so it can have its own script and
-tools while the one ``HookRegistry`` sees the events of the parent *and* the child loop.
-
-Concurrency: one ``AgentRuntime`` runs concurrent ``run`` calls only with distinct
-``storage_key``s (the default key ``"root"`` is taken while a run is live: ``ValueError:
-Duplicate storage_key``), and ``runtime.interrupt()`` hits all its runs; separate runtimes
-sharing one keyed ``ScriptedProvider`` are usually simpler.
+The engine node paths and ids these builders produce, and the concurrency rules of one
+``AgentRuntime``, are in docs/design.md ("Engine facts").
 """
 
 import asyncio

@@ -37,7 +37,7 @@ from tests.flowra_support import (
     tool_registry,
     usage,
 )
-from tests.test_export_e2e import RedactionHooks, lookup_account
+from tests.test_otlp_export_end_to_end import RedactionHooks, lookup_account
 
 QUESTION: Final = "Research Rome's weather, check Alice's account and Paris' weather."
 RESEARCH_QUERY: Final = "weather in Rome"

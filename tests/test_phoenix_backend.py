@@ -36,7 +36,7 @@ from flowra_otel.__main__ import main
 from tests import phoenix_app as app
 from tests.flowra_support import HAS_AGENT_TOOLS
 from tests.phoenix_server import PHOENIX_ENV, PhoenixServer, phoenix_executable, running_phoenix
-from tests.test_export_e2e import REDACTED, SECRET_KEY
+from tests.test_otlp_export_end_to_end import REDACTED, SECRET_KEY
 
 Protocol = Literal["http/protobuf", "grpc"]
 PROTOCOLS: Final[tuple[Protocol, ...]] = ("http/protobuf", "grpc")

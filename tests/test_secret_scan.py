@@ -32,7 +32,7 @@ from tests.flowra_support import (
     tool_loop_runtime,
     tool_registry,
 )
-from tests.test_audit_cli import otlp_json_from_spans
+from tests.test_audit_command import otlp_json_from_spans
 
 PEM_KEY = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----"
 """Newlines: JSON-escaped as ``\\n`` in every content attribute."""

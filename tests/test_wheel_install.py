@@ -26,7 +26,7 @@ from zipfile import ZipFile
 
 import pytest
 
-from tests.test_instrumentor import APP as PLAIN_APP
+from tests.test_zero_code_instrumentation import APP as PLAIN_APP
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCK = ROOT / "requirements" / "dev.lock"

@@ -1,7 +1,7 @@
 """``flowra-otel audit`` on files made by the real export path, in both formats, and on bad input.
 
 The OTLP JSON files are written from what an ``OtlpReceiver`` received from a real flowra run
-(``tests.test_export_e2e``), the way the Collector's file exporter writes them; the Jaeger file is
+(``tests.test_otlp_export_end_to_end``), the way the Collector's file exporter writes them; the Jaeger file is
 built from the same received spans the way Jaeger exports them.
 """
 
@@ -23,7 +23,7 @@ from flowra_otel import redaction, semconv
 from flowra_otel.__main__ import main
 from flowra_otel.audit import EXIT_BAD_INPUT, EXIT_CLEAN, EXIT_LEAK, audit_file
 from tests.otlp_receiver import AttrValue, SpanRecord
-from tests.test_export_e2e import (
+from tests.test_otlp_export_end_to_end import (
     REDACTED,
     REDACTION_HANDLER,
     SECRET_KEY,
@@ -446,7 +446,7 @@ def test_phoenix_exports_are_read(file: str, fmt: str, capsys: pytest.CaptureFix
         redaction.APPLIED: True,
         redaction.FIELDS: ["result"],
         redaction.key("result", "final_length"): 50,
-        redaction.key("result", "handlers"): ["tests.test_export_e2e.redact_api_keys"],
+        redaction.key("result", "handlers"): ["tests.test_otlp_export_end_to_end.redact_api_keys"],
         redaction.key("result", "original_length"): 74,
     }
     assert {c["agent_name"] for c in calls.values()} == {"assistant", "research"}

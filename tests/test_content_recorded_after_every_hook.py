@@ -342,7 +342,7 @@ async def test_tool_arguments_are_recorded_after_redaction(
     (input_call,) = parts(json_attr(chat2, semconv.GEN_AI_INPUT_MESSAGES), "tool_call")
     assert input_call["arguments"] == {"token": REDACTED_ARG}
     # The ledger names the hook itself, not a propagate_to forwarder.
-    assert ledger(tool)[f"{LEDGER_PREFIX}arguments.handlers"] == ["tests.test_redaction.redact_arguments"]
+    assert ledger(tool)[f"{LEDGER_PREFIX}arguments.handlers"] == ["tests.test_content_recorded_after_every_hook.redact_arguments"]
 
 
 @pytest.mark.parametrize("registration", REGISTRATIONS)
@@ -360,7 +360,7 @@ async def test_tool_result_is_recorded_after_redaction(
     _, chat2 = named(span_exporter, "chat ")
     (response,) = parts(json_attr(chat2, semconv.GEN_AI_INPUT_MESSAGES), "tool_call_response")
     assert response["response"] == expected
-    assert ledger(tool)[f"{LEDGER_PREFIX}result.handlers"] == ["tests.test_redaction.redact_result"]
+    assert ledger(tool)[f"{LEDGER_PREFIX}result.handlers"] == ["tests.test_content_recorded_after_every_hook.redact_result"]
 
 
 @pytest.mark.parametrize("registration", REGISTRATIONS)
@@ -635,8 +635,8 @@ async def test_an_event_forwarded_between_two_traced_registries_is_traced_once(
     assert_no_leak(finished, [SECRET_ARG, SECRET_RESULT])
     tool = tool_span(span_exporter, "fetch_record")
     assert ledger(tool)[f"{LEDGER_PREFIX}fields"] == ["arguments", "result"]
-    assert ledger(tool)[f"{LEDGER_PREFIX}arguments.handlers"] == ["tests.test_redaction.redact_arguments"]
-    assert ledger(tool)[f"{LEDGER_PREFIX}result.handlers"] == ["tests.test_redaction.redact_result"]
+    assert ledger(tool)[f"{LEDGER_PREFIX}arguments.handlers"] == ["tests.test_content_recorded_after_every_hook.redact_arguments"]
+    assert ledger(tool)[f"{LEDGER_PREFIX}result.handlers"] == ["tests.test_content_recorded_after_every_hook.redact_result"]
 
 
 # ==================================================================================== ledger
@@ -659,10 +659,10 @@ async def test_ledger_exact_attributes(
     expected: dict[str, Any] = {
         "flowra.redaction.applied": True,
         "flowra.redaction.fields": ["arguments", "result"],
-        "flowra.redaction.arguments.handlers": ["tests.test_redaction.redact_arguments"],
+        "flowra.redaction.arguments.handlers": ["tests.test_content_recorded_after_every_hook.redact_arguments"],
         "flowra.redaction.arguments.original_length": len(args_canonical),
         "flowra.redaction.arguments.final_length": len(canonical_arguments(final_input)),
-        "flowra.redaction.result.handlers": ["tests.test_redaction.redact_result"],
+        "flowra.redaction.result.handlers": ["tests.test_content_recorded_after_every_hook.redact_result"],
         "flowra.redaction.result.original_length": len(original_result),
         "flowra.redaction.result.final_length": len(final_result),
     }
@@ -691,8 +691,8 @@ async def test_ledger_names_every_changing_handler_in_order(
     tool = tool_span(span_exporter, "fetch_record")
     # equal_result replaced the value with an equal one: not a change, not named.
     assert ledger(tool)[f"{LEDGER_PREFIX}result.handlers"] == [
-        "tests.test_redaction.redact_result",
-        "tests.test_redaction.mark_reviewed",
+        "tests.test_content_recorded_after_every_hook.redact_result",
+        "tests.test_content_recorded_after_every_hook.mark_reviewed",
     ]
     assert attrs(tool)[semconv.GEN_AI_TOOL_CALL_RESULT] == wrapped_result(
         f"record r-1: owner password is {REDACTED_RESULT} (reviewed)"
