@@ -342,7 +342,9 @@ async def test_tool_arguments_are_recorded_after_redaction(
     (input_call,) = parts(json_attr(chat2, semconv.GEN_AI_INPUT_MESSAGES), "tool_call")
     assert input_call["arguments"] == {"token": REDACTED_ARG}
     # The ledger names the hook itself, not a propagate_to forwarder.
-    assert ledger(tool)[f"{LEDGER_PREFIX}arguments.handlers"] == ["tests.test_content_recorded_after_every_hook.redact_arguments"]
+    assert ledger(tool)[f"{LEDGER_PREFIX}arguments.handlers"] == [
+        "tests.test_content_recorded_after_every_hook.redact_arguments"
+    ]
 
 
 @pytest.mark.parametrize("registration", REGISTRATIONS)
@@ -360,7 +362,9 @@ async def test_tool_result_is_recorded_after_redaction(
     _, chat2 = named(span_exporter, "chat ")
     (response,) = parts(json_attr(chat2, semconv.GEN_AI_INPUT_MESSAGES), "tool_call_response")
     assert response["response"] == expected
-    assert ledger(tool)[f"{LEDGER_PREFIX}result.handlers"] == ["tests.test_content_recorded_after_every_hook.redact_result"]
+    assert ledger(tool)[f"{LEDGER_PREFIX}result.handlers"] == [
+        "tests.test_content_recorded_after_every_hook.redact_result"
+    ]
 
 
 @pytest.mark.parametrize("registration", REGISTRATIONS)
@@ -635,8 +639,12 @@ async def test_an_event_forwarded_between_two_traced_registries_is_traced_once(
     assert_no_leak(finished, [SECRET_ARG, SECRET_RESULT])
     tool = tool_span(span_exporter, "fetch_record")
     assert ledger(tool)[f"{LEDGER_PREFIX}fields"] == ["arguments", "result"]
-    assert ledger(tool)[f"{LEDGER_PREFIX}arguments.handlers"] == ["tests.test_content_recorded_after_every_hook.redact_arguments"]
-    assert ledger(tool)[f"{LEDGER_PREFIX}result.handlers"] == ["tests.test_content_recorded_after_every_hook.redact_result"]
+    assert ledger(tool)[f"{LEDGER_PREFIX}arguments.handlers"] == [
+        "tests.test_content_recorded_after_every_hook.redact_arguments"
+    ]
+    assert ledger(tool)[f"{LEDGER_PREFIX}result.handlers"] == [
+        "tests.test_content_recorded_after_every_hook.redact_result"
+    ]
 
 
 # ==================================================================================== ledger
