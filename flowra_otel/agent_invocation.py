@@ -51,6 +51,7 @@ class AgentInvocation:
         "node",
         "owner",
         "pending_tools",
+        "provider_class",
         "span",
         "start_ns",
         "system_recorded",
@@ -72,8 +73,10 @@ class AgentInvocation:
         start_ns: int,
         content: ContentRenderer | None,
         metric_extra: Mapping[str, AttributeValue],
+        provider_class: str | None = None,
     ) -> None:
         self.owner = owner
+        self.provider_class = provider_class  # the LLMProvider class its calls go to, read once
         self.content = content  # the run's renderer when content capture is on
         self.metric_extra = metric_extra  # the run's extra metric attributes (filled in as known)
         self.model_at_start = semconv.GEN_AI_REQUEST_MODEL in attrs  # from the agent's own config
@@ -216,7 +219,8 @@ class AgentInvocation:
             logger.exception("flowra_otel: could not record the end of an invoke_agent span; it still ends")
         finally:
             self.span.end(end_time=end_ns)
-        guarded(self._record_metrics, end_ns, metric_error)
+        if self.owner.instruments.enabled:
+            guarded(self._record_metrics, end_ns, metric_error)
 
     def _apply_finish(self, error: BaseException | None, reason: str | None, result: Any) -> None:
         span = self.span

@@ -119,6 +119,8 @@ class ChatInvocation:
         if last is None:
             self.first_chunk_ns = now
             return
+        if not self.owner.instruments.enabled:
+            return
         base, _, _ = self._metric_attributes()
         self.owner.instruments.time_per_output_chunk.record((now - last) / 1e9, base)
 
@@ -155,7 +157,8 @@ class ChatInvocation:
             logger.exception("flowra_otel: could not record the end of a chat span; it still ends")
         finally:
             self.span.end(end_time=end_ns)
-        guarded(self._record_metrics, end_ns, metric_error, usage)
+        if self.owner.instruments.enabled:
+            guarded(self._record_metrics, end_ns, metric_error, usage)
         return usage
 
     def _apply_finish(

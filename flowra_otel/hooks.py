@@ -132,7 +132,7 @@ class OtelHooks:
             meter_provider if record_metrics else NoOpMeterProvider(),
             schema_url=semconv.SCHEMA_URL,
         )
-        self._instruments = Instruments(meter)
+        self._instruments = Instruments(meter, enabled=record_metrics)
         self._auto = False  # True only for the zero-code instrumentor's instance
         # Explicit no-op providers for both signals: nothing could ever be recorded, so subscribe
         # to nothing and patch nothing (tracing "off" then costs nothing). The global providers

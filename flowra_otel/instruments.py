@@ -62,6 +62,7 @@ class Instruments:
         "agent_inference_calls",
         "agent_tool_calls",
         "cost",
+        "enabled",
         "operation_duration",
         "redactions",
         "time_per_output_chunk",
@@ -71,7 +72,8 @@ class Instruments:
         "tool_errors",
     )
 
-    def __init__(self, meter: Meter) -> None:
+    def __init__(self, meter: Meter, *, enabled: bool = True) -> None:
+        self.enabled = enabled  # False: metrics off; the invocations record nothing at all
         self._chat_attrs: dict[tuple[Any, ...], tuple[MetricAttributes, MetricAttributes, MetricAttributes]] = {}
         self.token_usage: Histogram = meter.create_histogram(
             GEN_AI_CLIENT_TOKEN_USAGE,

@@ -57,6 +57,10 @@ class TraceOptions:
     zero own token count on ``invoke_agent`` spans, for Phoenix and Arize (docs/backends.md)."""
     metric_metadata_keys: tuple[str, ...] = ()
     """Spec ``metadata`` keys copied onto every metric record (low-cardinality, e.g. a tenant)."""
+    _resolved: dict[tuple[str, str | None], tuple[str, str]] = dataclasses.field(
+        default_factory=dict, repr=False, compare=False
+    )
+    """Memo of ``resolve_provider_and_model`` (the options themselves never change)."""
 
     def metric_attributes_from(self, metadata: Mapping[str, Any]) -> dict[str, AttributeValue]:
         """The allow-listed metadata values as metric attributes: str, int or bool only, strings
@@ -87,6 +91,17 @@ class TraceOptions:
         return _apply_override(self.agent_name, path) or path
 
     def resolve_provider_and_model(self, model: str, provider_class: str | None = None) -> tuple[str, str]:
+        """``_resolve_provider_and_model``, remembered per (model, provider class): a handful of
+        distinct values per app, asked once per LLM call."""
+        key = (model, provider_class)
+        cached = self._resolved.get(key)
+        if cached is None:
+            cached = self._resolve_provider_and_model(model, provider_class)
+            if len(self._resolved) < 1024:
+                self._resolved[key] = cached
+        return cached
+
+    def _resolve_provider_and_model(self, model: str, provider_class: str | None) -> tuple[str, str]:
         """Split flowra's ``vendor/model`` naming into semconv provider and request model.
 
         In order: the ``provider_name`` override; a known vendor prefix (``anthropic/...``,

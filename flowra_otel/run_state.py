@@ -36,11 +36,13 @@ class RunState:
         "persist_pending",
         "resumed_from",
         "root_span",
+        "stamps",
         "storage",
     )
 
     def __init__(self, *, storage: Any = None, resumed: Mapping[str, Any] | None = None) -> None:
         self.content: dict[int, ContentRenderer] = {}  # per OtelHooks with capture on
+        self.stamps: dict[tuple[int, str | None], attributes.Attributes] = {}  # per OtelHooks and conversation id
         self.metric_extra: dict[str, AttributeValue] = {}  # from the spec metadata, once accepted
         self.storage = storage  # flowra SessionStorage of a durable run, where the trace link is kept
         self.persist_pending = False
@@ -54,9 +56,14 @@ class RunState:
         """Attributes every span of the run carries: the user's, and the conversation id."""
         if self.conversation_id is None and isinstance(owner.options.conversation_id, str):
             self.conversation_id = owner.options.conversation_id
-        if self.conversation_id is None:
+        cid = self.conversation_id
+        if cid is None:
             return owner.options.attributes  # type: ignore[return-value]
-        return {**owner.options.attributes, semconv.GEN_AI_CONVERSATION_ID: self.conversation_id}
+        key = (id(owner), cid)
+        stamp = self.stamps.get(key)
+        if stamp is None:  # never mutated by the callers: they copy it into their own dicts
+            stamp = self.stamps[key] = {**owner.options.attributes, semconv.GEN_AI_CONVERSATION_ID: cid}
+        return stamp
 
     def content_for(self, owner: OtelHooks) -> ContentRenderer | None:
         """The run's renderer for ``owner``'s content policy; None when its capture is off."""

@@ -159,7 +159,7 @@ class SpanBook:
                 start_ns=frame.start_ns,
                 content=agent.content,
                 agent_name=agent.name,
-                provider_class=provider_class_of(node),
+                provider_class=agent.provider_class,
                 metric_extra=self.run.metric_extra,
             )
             agent.chat_started(chat, data.request)
@@ -263,6 +263,7 @@ class SpanBook:
             owner,
             parent,
             node,
+            provider_class=provider_class_of(node),
             name=name,
             attrs=attrs,
             links=links,

@@ -140,7 +140,8 @@ class ToolInvocation:
             logger.exception("flowra_otel: could not record a tool result; its span still ends")
         finally:
             self.span.end(end_time=end_ns)
-        guarded(self._record_metrics, end_ns, error_type)
+        if self.owner.instruments.enabled:
+            guarded(self._record_metrics, end_ns, error_type)
 
     def fail(self, error: BaseException | None = None, *, reason: str | None = None, end_ns: int | None = None) -> None:
         """The call raised, or ends without a result because its agent or run does."""
@@ -156,7 +157,8 @@ class ToolInvocation:
             logger.exception("flowra_otel: could not record how a tool span ended; it still ends")
         finally:
             self.span.end(end_time=end)
-        guarded(self._record_metrics, end, error_type)
+        if self.owner.instruments.enabled:
+            guarded(self._record_metrics, end, error_type)
 
     def _apply_result(self, result: Any, *, is_error: bool) -> None:
         span = self.span
@@ -182,7 +184,8 @@ class ToolInvocation:
             span.set_attribute(redaction.APPLIED, True)
             span.set_attribute(redaction.FIELDS, list(self.redacted_fields))
             span.set_attributes(change.attributes(final, options.redaction_hmac_key))
-        guarded(self.owner.instruments.record_redaction, self.name, change.field, self.metric_extra)
+        if self.owner.instruments.enabled:
+            guarded(self.owner.instruments.record_redaction, self.name, change.field, self.metric_extra)
 
     def _record_metrics(self, end_ns: int, error_type: str | None) -> None:
         self.owner.instruments.record_tool(
