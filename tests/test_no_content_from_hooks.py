@@ -9,11 +9,12 @@ same direct call made by a custom agent's step, outside any hook, is content-rec
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import pytest
 from flowra.agent import Event, HookRegistry
-from flowra.lib.tool_loop import AfterToolCallEvent, ToolLoopStatus
+from flowra.lib.tool_loop import AfterToolCallEvent, BeforeToolCallEvent, ToolLoopStatus
 from flowra.llm import LLMRequest, SystemMessage, TextBlock, ToolResultBlock, UserMessage
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -54,31 +55,54 @@ def lookup_account(owner: str) -> str:
 
 
 class ModelScrubber:
-    """An AfterToolCallEvent hook that asks a small model to remove identifiers from a result."""
+    """A hook that asks a small model to remove identifiers: from a tool result (AfterToolCallEvent,
+    the loop's collect step) or from the tool's arguments (BeforeToolCallEvent, inside the very
+    step whose own LLM call's ``chat`` span is still open)."""
 
-    def __init__(self, provider: ScriptedProvider) -> None:
+    def __init__(self, provider: ScriptedProvider, *, on: str = "result") -> None:
         self.provider = provider
+        self.on = on
 
     def register_hooks(self, registry: HookRegistry) -> None:
-        registry.on(AfterToolCallEvent, self.scrub)
+        if self.on == "result":
+            registry.on(AfterToolCallEvent, self.scrub_result)
+        else:
+            registry.on(BeforeToolCallEvent, self.scrub_arguments)
 
-    async def scrub(self, event: Event[AfterToolCallEvent]) -> None:
-        raw = event.data.result
+    async def _clean(self, raw: str) -> str:
         response = await self.provider.call(
             LLMRequest(
                 model=SMALL_MODEL,
                 messages=[
                     SystemMessage(blocks=[TextBlock(text="Remove bank identifiers from the text.")]),
-                    UserMessage(blocks=[TextBlock(text=raw.content)]),
+                    UserMessage(blocks=[TextBlock(text=raw)]),
                 ],
             )
         )
-        text = "".join(b.text for b in response.message.blocks if isinstance(b, TextBlock))
+        return "".join(b.text for b in response.message.blocks if isinstance(b, TextBlock))
+
+    async def scrub_result(self, event: Event[AfterToolCallEvent]) -> None:
+        raw = event.data.result
+        text = await self._clean(raw.content)
         event.data.result = ToolResultBlock(tool_use_id=raw.tool_use_id, content=text, is_error=raw.is_error)
+
+    async def scrub_arguments(self, event: Event[BeforeToolCallEvent]) -> None:
+        tool_use = event.data.tool_use
+        owner = await self._clean(tool_use.input["owner"])
+        event.data.tool_use = dataclasses.replace(tool_use, input={"owner": owner})
 
 
 def chats(exporter: InMemorySpanExporter, model: str) -> list[ReadableSpan]:
     return [s for s in exporter.get_finished_spans() if s.name == f"chat {model}"]
+
+
+def wired(otel: OtelHooks, scrubber: ModelScrubber, *, plugin_first: bool) -> HookRegistry:
+    if plugin_first:
+        return hooks_with(otel, scrubber)
+    registry = HookRegistry()
+    registry.add(scrubber)
+    registry.add(otel)
+    return registry
 
 
 @pytest.mark.parametrize("plugin_first", [True, False], ids=["plugin_first", "scrubber_first"])
@@ -90,9 +114,8 @@ async def test_a_model_called_from_a_hook_gets_a_chat_span_without_content(
         [tool_calls_response([("c1", "lookup_account", {"owner": "Ada"})]), text_response("It is active.")]
     )
     async with tool_registry(lookup_account) as tools:
-        runtime = tool_loop_runtime(
-            main, tools, hooks_with(make_otel_hooks(capture_content=True), ModelScrubber(small))
-        )
+        registry = wired(make_otel_hooks(capture_content=True), ModelScrubber(small), plugin_first=plugin_first)
+        runtime = tool_loop_runtime(main, tools, registry)
         result = await run_tool_loop(runtime, "Is Ada's account active?")
     assert result.status == ToolLoopStatus.COMPLETED
     main.assert_exhausted()
@@ -119,6 +142,32 @@ async def test_a_model_called_from_a_hook_gets_a_chat_span_without_content(
     (tool,) = [s for s in span_exporter.get_finished_spans() if s.name == "execute_tool lookup_account"]
     assert (tool.attributes or {})[semconv.GEN_AI_TOOL_CALL_RESULT] == wrapped_result(SCRUBBED)
 
+    assert_no_leak(span_exporter.get_finished_spans(), [SECRET])
+
+
+@pytest.mark.parametrize("plugin_first", [True, False], ids=["plugin_first", "scrubber_first"])
+async def test_a_model_called_from_a_before_tool_hook_gets_a_chat_span_without_content(
+    plugin_first: bool, make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter, ledger: SpanLedger
+) -> None:
+    """The hook runs inside the loop's call_llm step, while that step's own chat span is open:
+    its call is still its own chat span (never taken for the loop's call), without content."""
+    small = ScriptedProvider([text_response("[name removed]")])
+    main = ScriptedProvider(
+        [tool_calls_response([("c1", "lookup_account", {"owner": SECRET})]), text_response("It is active.")]
+    )
+    async with tool_registry(lookup_account) as tools:
+        registry = wired(
+            make_otel_hooks(capture_content=True), ModelScrubber(small, on="arguments"), plugin_first=plugin_first
+        )
+        result = await run_tool_loop(tool_loop_runtime(main, tools, registry), "Is the account active?")
+    assert result.status == ToolLoopStatus.COMPLETED
+    small.assert_exhausted()
+    assert_all_ended(ledger, span_exporter)
+    (hook_chat,) = chats(span_exporter, "gpt-4o-mini")
+    assert not set(hook_chat.attributes or {}) & set(CONTENT_KEYS)
+    assert len(chats(span_exporter, "sonnet-4-5")) == 2  # the loop's own calls, each once
+    (tool,) = [s for s in span_exporter.get_finished_spans() if s.name == "execute_tool lookup_account"]
+    assert (tool.attributes or {})[semconv.GEN_AI_TOOL_CALL_ARGUMENTS] == '{"owner":"[name removed]"}'
     assert_no_leak(span_exporter.get_finished_spans(), [SECRET])
 
 
