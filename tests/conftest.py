@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from flowra.agent import HookRegistry
+from flowra.agent import Event, HookRegistry
+from flowra.lib.tool_loop import TextDeltaEvent
 from opentelemetry.context import Context
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -130,6 +131,20 @@ def hooks_with(otel: OtelHooks, *providers: object) -> HookRegistry:
     for provider in providers:
         registry.add(provider)  # type: ignore[arg-type]
     return registry
+
+
+class DeltaCollector:
+    """A user's streaming hook: registering it makes flowra call ``provider.stream`` (time to
+    first chunk, time per output chunk); it keeps the text deltas it saw."""
+
+    def __init__(self) -> None:
+        self.chunks: list[str] = []
+
+    def register_hooks(self, registry: HookRegistry) -> None:
+        registry.on(TextDeltaEvent, self.on_delta)
+
+    def on_delta(self, event: Event[TextDeltaEvent]) -> None:
+        self.chunks.append(event.data.text)
 
 
 def wrapped_result(text: str) -> str:

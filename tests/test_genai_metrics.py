@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
-from flowra.agent import Event, HookRegistry
-from flowra.lib.tool_loop import TextDeltaEvent, ToolLoopStatus
+from flowra.agent import HookRegistry
+from flowra.lib.tool_loop import ToolLoopStatus
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import (
     AggregationTemporality,
@@ -29,6 +29,7 @@ from opentelemetry.trace import NoOpTracerProvider
 
 from flowra_otel import OtelHooks, instruments, semconv
 from tests import span_tree
+from tests.conftest import DeltaCollector
 from tests.flowra_support import (
     ScriptedProvider,
     ScriptStep,
@@ -259,19 +260,6 @@ async def test_error_type_on_durations_matches_the_spans(
 
 
 # --------------------------------------------------------------------------------- streaming
-class DeltaCollector:
-    """A user's streaming hook: registering it makes flowra call ``provider.stream``."""
-
-    def __init__(self) -> None:
-        self.chunks: list[str] = []
-
-    def register_hooks(self, registry: HookRegistry) -> None:
-        registry.on(TextDeltaEvent, self.on_delta)
-
-    def on_delta(self, event: Event[TextDeltaEvent]) -> None:
-        self.chunks.append(event.data.text)
-
-
 STREAM_ONLY = (semconv.GEN_AI_REQUEST_STREAM, semconv.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK)
 
 

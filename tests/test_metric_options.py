@@ -19,14 +19,14 @@ from typing import Any
 
 import pytest
 from flowra.agent import Event, HookRegistry
-from flowra.lib.tool_loop import AfterToolCallEvent, TextDeltaEvent, ToolLoopStatus
+from flowra.lib.tool_loop import AfterToolCallEvent, ToolLoopStatus
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from flowra_otel import OtelHooks, instruments, semconv
 from flowra_otel.environment_variables import OTEL_METRICS_EXPORTER
 from tests import span_tree
-from tests.conftest import SpanLedger, assert_all_ended
+from tests.conftest import DeltaCollector, SpanLedger, assert_all_ended
 from tests.flowra_support import (
     ScriptedProvider,
     fail_tool,
@@ -57,19 +57,6 @@ ALL_INSTRUMENTS = {
 
 
 # ----------------------------------------------------------------------------- a run using every instrument
-class DeltaCollector:
-    """Registering a delta handler makes flowra stream (time to first chunk, time per chunk)."""
-
-    def __init__(self) -> None:
-        self.chunks: list[str] = []
-
-    def register_hooks(self, registry: HookRegistry) -> None:
-        registry.on(TextDeltaEvent, self.on_delta)
-
-    def on_delta(self, event: Event[TextDeltaEvent]) -> None:
-        self.chunks.append(event.data.text)
-
-
 def mark_reviewed(event: Event[AfterToolCallEvent]) -> None:
     """Changes a tool result: one ``flowra.redactions`` point."""
     result = event.data.result

@@ -13,12 +13,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from flowra.agent import Event, HookRegistry
-from flowra.lib.tool_loop import TextDeltaEvent, ToolLoopStatus
+from flowra.agent import HookRegistry
+from flowra.lib.tool_loop import ToolLoopStatus
 from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from flowra_otel import OtelHooks, instruments, semconv
+from tests.conftest import DeltaCollector
 from tests.flowra_support import (
     ScriptedProvider,
     get_weather,
@@ -39,17 +40,6 @@ CHAT_BASE: dict[str, Any] = {
 }
 FIRST_TEXT = "Checking the weather."  # 21 characters
 FINAL_TEXT = "Sunny, 21 C in Paris today."  # 27 characters
-
-
-class DeltaCollector:
-    def __init__(self) -> None:
-        self.chunks: list[str] = []
-
-    def register_hooks(self, registry: HookRegistry) -> None:
-        registry.on(TextDeltaEvent, self.on_delta)
-
-    def on_delta(self, event: Event[TextDeltaEvent]) -> None:
-        self.chunks.append(event.data.text)
 
 
 def chunk_points(reader: InMemoryMetricReader) -> list[HistogramDataPoint]:
