@@ -123,14 +123,13 @@ async def _traced_step(book: SpanBook, original: Any, args: Any, kwargs: Any) ->
     try:
         result = await original(*args, **kwargs)
     except BaseException as exc:
-        step.detach()
         guarded(book.step_ended, step, None, exc)
         raise
     finally:
+        step.detach()  # the chat context first: it was attached last (contexts unwind in order)
         if ctx_token is not None:
             otel_context.detach(ctx_token)
         _CURRENT_STEP.reset(step_token)
-    step.detach()
     guarded(book.step_ended, step, result, None)
     return result
 
