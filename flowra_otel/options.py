@@ -18,7 +18,7 @@ from typing import Any, Final
 from opentelemetry.util.types import AttributeValue
 
 from . import semconv
-from .content import ContentPolicy, Redactor
+from .content import ContentPolicy, ContentRenderer, Redactor
 from .environment_variables import (
     CAPTURE_OFF_VALUES,
     CAPTURE_ON_VALUES,
@@ -61,6 +61,11 @@ class TraceOptions:
         default_factory=dict, repr=False, compare=False
     )
     """Memo of ``resolve_provider_and_model`` (the options themselves never change)."""
+
+    def content_renderer(self) -> ContentRenderer | None:
+        """A fresh renderer when capture is on (None when off): one per agent, whose cache of
+        rendered messages follows that agent's own history (agents' histories never mix)."""
+        return self.content.renderer() if self.capture_content else None
 
     def metric_attributes_from(self, metadata: Mapping[str, Any]) -> dict[str, AttributeValue]:
         """The allow-listed metadata values as metric attributes: str, int or bool only, strings

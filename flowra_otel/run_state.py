@@ -1,8 +1,7 @@
 """``RunState``: what every span of one flowra run shares, apart from where it sits in the tree.
 
 Why apart from the router: the conversation id (stamped on every span once known), the user's
-span attributes, the run's content renderers (one per ``OtelHooks`` policy, each caching the
-run's rendered messages), the metric attributes taken from the spec's metadata, and the durable
+span attributes, the metric attributes taken from the spec's metadata, and the durable
 trace link (the root span context kept in flowra's session storage, and the link a resumed run
 starts with) are facts about the run, not about any one span.
 """
@@ -17,7 +16,6 @@ from opentelemetry.trace import Link, Span
 from opentelemetry.util.types import AttributeValue
 
 from . import attributes, durable, semconv
-from .content import ContentRenderer
 from .safety import safe_str
 
 if TYPE_CHECKING:
@@ -30,7 +28,6 @@ class RunState:
     """The facts one ``AgentRuntime.run``/``resume`` call shares across its spans."""
 
     __slots__ = (
-        "content",
         "conversation_id",
         "metric_extra",
         "persist_pending",
@@ -41,7 +38,6 @@ class RunState:
     )
 
     def __init__(self, *, storage: Any = None, resumed: Mapping[str, Any] | None = None) -> None:
-        self.content: dict[int, ContentRenderer] = {}  # per OtelHooks with capture on
         self.stamps: dict[tuple[int, str | None], attributes.Attributes] = {}  # per OtelHooks and conversation id
         self.metric_extra: dict[str, AttributeValue] = {}  # from the spec metadata, once accepted
         self.storage = storage  # flowra SessionStorage of a durable run, where the trace link is kept
@@ -64,15 +60,6 @@ class RunState:
         if stamp is None:  # never mutated by the callers: they copy it into their own dicts
             stamp = self.stamps[key] = {**owner.options.attributes, semconv.GEN_AI_CONVERSATION_ID: cid}
         return stamp
-
-    def content_for(self, owner: OtelHooks) -> ContentRenderer | None:
-        """The run's renderer for ``owner``'s content policy; None when its capture is off."""
-        if not owner.options.capture_content:
-            return None
-        renderer = self.content.get(id(owner))
-        if renderer is None:
-            renderer = self.content[id(owner)] = owner.options.content.renderer()
-        return renderer
 
     def accept_metadata(self, owner: OtelHooks, metadata: Mapping[str, Any], open_spans: Iterable[Span]) -> None:
         """The spec's metadata is known (MessageAcceptedEvent): metric attributes, conversation id."""

@@ -17,8 +17,6 @@ from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as _g
 from opentelemetry.semconv.attributes import error_attributes as _err
 
 SCHEMA_URL: Final = "https://opentelemetry.io/schemas/gen-ai-dev/1.42.0-dev"
-SEMCONV_COMMIT: Final = "fe5608e"
-"""The semantic-conventions-genai commit this package follows (docs/semconv-mapping.md)."""
 INSTRUMENTATION_NAME: Final = "flowra_otel"
 
 # --- operations -------------------------------------------------------------------------------

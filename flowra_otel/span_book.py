@@ -268,7 +268,7 @@ class SpanBook:
             attrs=attrs,
             links=links,
             start_ns=frame.start_ns,
-            content=self.run.content_for(owner),
+            content=owner.options.content_renderer(),
             metric_extra=self.run.metric_extra,
         )
         if is_root:
@@ -340,7 +340,6 @@ class SpanBook:
         for agent in sorted(self.agents.values(), key=lambda a: -node_id_of(a.node).count(".")):
             guarded(agent.fail, error, reason=reason)
         self.agents.clear()
-        self.run.content.clear()
 
     # ------------------------------------------------------------------ direct provider calls
     def start_direct_chat(self, step: StepScope, request: Any) -> ChatInvocation | None:
@@ -364,7 +363,7 @@ class SpanBook:
             stamp=self.run.stamp(owner),
             streaming=False,
             start_ns=time.time_ns(),
-            content=None if step.frames else self.run.content_for(owner),
+            content=None if step.frames else owner.options.content_renderer(),
         )
         chat.record_request(request)
         return chat
