@@ -32,6 +32,7 @@ from typing import Final
 from opentelemetry.util.types import AttributeValue
 
 from . import semconv
+from .safety import utf8_safe
 
 __all__ = [
     "ERROR_KIND",
@@ -389,9 +390,9 @@ def _request_id(exc: BaseException, response: object) -> str | None:
     for name in ("request_id", "_request_id"):
         value = _safe_getattr(exc, name)
         if isinstance(value, str) and value:
-            return value[:_MAX_REQUEST_ID]
+            return utf8_safe(value[:_MAX_REQUEST_ID])
     for header in ("x-request-id", "request-id"):
         value = _header(response, header)
         if value:
-            return value[:_MAX_REQUEST_ID]
+            return utf8_safe(value[:_MAX_REQUEST_ID])
     return None
