@@ -55,6 +55,7 @@ __all__ = [
     "events",
     "forward_target",
     "node_id_of",
+    "node_of_step_task",
     "owning_agent_path",
     "parent_of",
     "provider_class_of",
@@ -137,6 +138,24 @@ def node_id_of(node: Any) -> str:
 
 EXECUTE_NODE: Final = "_Engine__execute_node"
 """``Engine.__execute_node(node)``: the coroutine of one step of one node (a task of its own)."""
+
+_EXECUTE_NODE_CODE: Final[Any] = getattr(getattr(Engine.__dict__.get(EXECUTE_NODE), "__func__", None), "__code__", None)
+
+
+def node_of_step_task(task: Any) -> Any:
+    """The ``ExecutionNode`` whose step ``task`` runs, or None when it runs something else.
+
+    Every engine from 0.0.3 to 0.0.8 runs a step as a task whose coroutine is flowra's own
+    ``__execute_node(node)`` (``gather``/``ensure_future`` over it), and the plugin hands that
+    coroutine back untouched for steps it needs no wrapper for: its frame's ``node`` is the node.
+    Recognised by the function's code object, so any other coroutine gives None.
+    """
+    get_coro = getattr(task, "get_coro", None)
+    coro = get_coro() if get_coro is not None else None
+    if _EXECUTE_NODE_CODE is None or getattr(coro, "cr_code", None) is not _EXECUTE_NODE_CODE:
+        return None
+    frame = coro.cr_frame  # type: ignore[union-attr]
+    return frame.f_locals.get("node") if frame is not None else None
 
 
 def registry_handlers(registry: Any, event_type: type[Any]) -> list[Any] | None:

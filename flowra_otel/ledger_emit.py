@@ -1,24 +1,23 @@
-"""flowra's ``HookRegistry.emit``, handler by handler, noting which handler changed a tool field.
+"""The redaction ledger's view of one event: which handler changed a tool field, and how.
 
-Why: the redaction ledger names the hook that replaced ``BeforeToolCallEvent.tool_use`` or
-``AfterToolCallEvent.result``. flowra's own emit gives no per-handler view, so for the two tool
-events (and only when a handler other than an ``OtelHooks`` is on the registry) the plugin runs
-the same loop itself: same ``Event`` envelope, same live handler list, same order, same awaiting
-(flowra 0.0.3 - 0.0.8 are identical here), plus one identity check after each handler and, for
-tool arguments (a mutable dict), a comparison of their canonical text, so an in-place edit counts. A
-``propagate_to`` forwarder's nested emit runs through here too and updates the tracker first, so
-the forwarder itself is never blamed for a change made by a handler of the target registry.
+Why: the ledger names the hook that replaced ``BeforeToolCallEvent.tool_use`` or
+``AfterToolCallEvent.result`` (or edited the tool arguments in place). flowra's own emit gives no
+per-handler view; the plugin runs flowra's handler loop itself (``SpanBook.emit``) and calls
+``FieldTracker.after`` after each handler other than an ``OtelHooks`` (which never changes an
+event): one identity check, and for tool arguments (a mutable dict) a comparison of their
+canonical text, so an in-place edit counts. A ``propagate_to`` forwarder's nested emit runs through
+the same loop and updates the tracker first, so the forwarder itself is never blamed for a change
+made by a handler of the target registry.
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
 from typing import Any, Final
 
 from . import redaction
-from ._flowra import Event, events, registry_context, registry_handlers
-from .safety import changed, guarded
+from ._flowra import events
+from .safety import changed
 
 logger = logging.getLogger("flowra_otel")
 
@@ -61,6 +60,17 @@ class FieldTracker:
         if self.text is not None:
             self.text = redaction.canonical(redaction.FIELD_ARGUMENTS, value)
 
+    def after(self, value: Any, handler: Any) -> None:
+        """After ``handler`` ran: note whether it replaced the field, or edited it in place."""
+        try:
+            if value is not self.last:
+                self.observe(value, handler)
+            elif self.text is not None:
+                self.check_in_place(value, handler)
+        except Exception:  # the ledger loses an entry; the agent never notices
+            logger.exception("flowra_otel: could not note a hook's change for the redaction ledger")
+            self.last = value
+
     def check_in_place(self, value: Any, handler: Any) -> None:
         """The same object as before ``handler``: did it edit the arguments in place?"""
         before = self.text
@@ -75,26 +85,3 @@ class FieldTracker:
         if self.change is None:
             self.change = redaction.FieldChange(self.ledger_field, self.last, original_text)
         self.change.handlers.append(redaction.handler_name(handler))
-
-
-async def emit_tracking(registry: Any, data: Any, tracker: FieldTracker) -> Any:
-    """``registry.emit(data)`` with ``tracker`` told about every handler's change."""
-    event = Event(data=data, context=registry_context(registry))
-    handlers = registry_handlers(registry, type(data))
-    if handlers:
-        field = tracker.field
-        guarded(tracker.start)
-        for handler in handlers:
-            result = handler(event)
-            if inspect.isawaitable(result):
-                await result
-            value = getattr(event.data, field, None)
-            try:
-                if value is not tracker.last:
-                    tracker.observe(value, handler)
-                elif tracker.text is not None:
-                    tracker.check_in_place(value, handler)
-            except Exception:  # the ledger loses an entry; the agent never notices
-                logger.exception("flowra_otel: could not note a hook's change for the redaction ledger")
-                tracker.last = value
-    return event.data

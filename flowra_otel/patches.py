@@ -2,7 +2,14 @@
 
 1. ``Engine.__execute_node`` (one task per node per step): a ``StepScope`` for the duration of the
    step, so every event knows its place in flowra's execution tree, and the book learns how the
-   step ended (returned, spawned tool calls, interrupted, raised).
+   step ended (returned, spawned tool calls, interrupted, raised). Only steps of nodes the run
+   already traces (a tool loop with an ``invoke_agent`` span, a tool call with an ``execute_tool``
+   span) get a wrapper; any other step runs as flowra's own coroutine, and is *adopted* the moment
+   something in it needs tracing (an event an ``OtelHooks`` can see, a provider call on a registry
+   with one, a nested run): the node is read off the step's task, the scope set in that task, and
+   the step's end reported by a done callback. So a run nothing traces pays no wrapper at all,
+   and a registry (with its ``OtelHooks``) created at any point inside a run is traced from its
+   first event.
 2. ``HookRegistry.emit``: lets the run's ``SpanBook`` finish an event after *all* handlers,
    wherever registered, have run: values are recorded post-hook, never before a redaction hook.
 3. ``AgentRuntime.run`` / ``resume``: one ``SpanBook`` per call, holding the caller's current
@@ -11,15 +18,16 @@
 4. ``call`` of every ``LLMProvider`` subclass: a provider call made by a custom agent (no tool-loop
    events) gets a ``chat`` span of its own.
 
-Plain functions, not wrapper objects: flowra's own coroutine is returned untouched outside a run
-and for events the plugin does not trace, so an untraced event costs one context-variable lookup
-and a set membership test. Installing is idempotent; ``uninstall`` restores the original class
-attributes exactly. Providers defined after ``install`` are wrapped by a cooperative
-``LLMProvider.__init_subclass__`` that calls whatever the class hierarchy had first.
+Plain functions, not wrapper objects: flowra's own coroutine is returned untouched outside a run,
+for steps nothing traces and for events the plugin does not trace, so an untraced event or step
+costs a context-variable lookup and a test or two. Installing is idempotent; ``uninstall``
+restores the original class attributes exactly. Providers defined after ``install`` are wrapped by
+a cooperative ``LLMProvider.__init_subclass__`` that calls whatever the class hierarchy had first.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import threading
@@ -30,7 +38,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 from . import durable
-from ._flowra import EXECUTE_NODE, AgentRuntime, Engine, HookRegistry, LLMProvider, runtime_storage
+from ._flowra import EXECUTE_NODE, AgentRuntime, Engine, HookRegistry, LLMProvider, node_of_step_task, runtime_storage
 from .registry_view import may_be_traced
 from .safety import guarded
 from .span_book import DELTA_EVENT_TYPES, INTERESTING_EVENTS, SpanBook
@@ -66,10 +74,13 @@ def _patched_run(original: Any, *, resume: bool) -> Any:
         token = None
         try:
             outer = _CURRENT_BOOK.get()
-            step = _CURRENT_STEP.get()
             # A run started from inside another run's step (a tool that runs its own runtime)
             # nests under the span of that step's node, not under whatever happens to be current.
-            parent = outer.context_for_node(step.node) if outer is not None and step is not None else None
+            parent = None
+            if outer is not None and not outer.closed:
+                step = _CURRENT_STEP.get()
+                node = step.node if step is not None and step.book is outer else _node_of_current_step()
+                parent = outer.context_for_node(node) if node is not None else None
             storage = runtime_storage(self)
             resumed = await durable.load(storage) if resume and storage is not None else None
             book = SpanBook(
@@ -98,27 +109,30 @@ def _patched_run(original: Any, *, resume: bool) -> Any:
 def _patched_execute_node(original: Any) -> Any:
     @functools.wraps(original)
     def execute_node(*args: Any, **kwargs: Any) -> Any:
-        """Not ``async``: outside a traced run it hands back flowra's own coroutine, untouched."""
+        """Not ``async``: a step nothing traces yet gets flowra's own coroutine, untouched."""
         book = _CURRENT_BOOK.get()
-        if book is None:
+        if book is None or book.closed:
             return original(*args, **kwargs)
-        return _traced_step(book, original, args, kwargs)
+        node = args[0] if args else kwargs.get("node")
+        try:
+            wanted, tool_context = book.step_needs(node)
+        except Exception:
+            logger.exception("flowra_otel: could not look up the spans of a step")
+            return original(*args, **kwargs)
+        if not wanted:
+            return original(*args, **kwargs)
+        return _traced_step(book, node, tool_context, original, args, kwargs)
 
     return execute_node
 
 
-async def _traced_step(book: SpanBook, original: Any, args: Any, kwargs: Any) -> Any:
+async def _traced_step(book: SpanBook, node: Any, tool_context: Any, original: Any, args: Any, kwargs: Any) -> Any:
     # Runs inside the step's own task (the engine wraps this coroutine in a task), so the step
     # scope set here is seen by exactly this step's events.
-    step = StepScope(book, args[0] if args else kwargs.get("node"))
+    step = StepScope(book, node)
     step_token = _CURRENT_STEP.set(step)
     # A tool-call step runs with its execute_tool span current, so spans the tool itself makes
     # (an HTTP client, a database driver) nest under it. Attached and detached in this task.
-    tool_context = None
-    try:
-        tool_context = book.tool_context(step.node)
-    except Exception:
-        logger.exception("flowra_otel: could not look up the tool span of a step")
     ctx_token = otel_context.attach(tool_context) if tool_context is not None else None
     try:
         result = await original(*args, **kwargs)
@@ -134,6 +148,42 @@ async def _traced_step(book: SpanBook, original: Any, args: Any, kwargs: Any) ->
     return result
 
 
+def _node_of_current_step() -> Any:
+    """The node whose step runs in the current task (a step flowra runs unwrapped), or None."""
+    try:
+        return node_of_step_task(asyncio.current_task())
+    except Exception:
+        logger.exception("flowra_otel: could not read the node of the current step")
+        return None
+
+
+def _adopt_step(book: SpanBook, node: Any = None) -> StepScope | None:
+    """Something in an unwrapped step needs tracing: give the step its scope now.
+
+    Set in the step's own task (so the rest of the step sees it, and nothing else does), and
+    the step's end is reported by a done callback on that task, which runs before the engine
+    reads the step's result (the engine awaits the task through ``gather``, whose own callback
+    was registered first and only schedules the engine's wake-up).
+    """
+    task = asyncio.current_task()
+    if node is None:
+        node = node_of_step_task(task)
+    if task is None or node is None:
+        return None
+    step = StepScope(book, node)
+    _CURRENT_STEP.set(step)
+    task.add_done_callback(functools.partial(_adopted_step_done, step))
+    return step
+
+
+def _adopted_step_done(step: StepScope, task: asyncio.Task[Any]) -> None:
+    if task.cancelled():
+        guarded(step.book.step_ended, step, None, asyncio.CancelledError())
+        return
+    exc = task.exception()
+    guarded(step.book.step_ended, step, task.result() if exc is None else None, exc)
+
+
 # ---------------------------------------------------------------------------------- emit
 def _patched_emit(original: Any) -> Any:
     @functools.wraps(original)
@@ -144,11 +194,19 @@ def _patched_emit(original: Any) -> Any:
             return original(self, data, *args, **kwargs)
         step = _CURRENT_STEP.get()
         if step is None or step.book is not book:
-            return original(self, data)
-        if type(data) in DELTA_EVENT_TYPES:
+            if type(data) in DELTA_EVENT_TYPES or not may_be_traced(self, type(data)):
+                return original(self, data)  # no OtelHooks can see it: nothing to finish after the hooks
+            try:
+                step = _adopt_step(book)
+            except Exception:
+                logger.exception("flowra_otel: could not adopt a step")
+                step = None
+            if step is None:
+                return original(self, data)  # not inside an engine step
+        elif type(data) in DELTA_EVENT_TYPES:
             guarded(book.chunk, step.node)
             return original(self, data)
-        if not step.frames and not may_be_traced(self, type(data)):
+        elif not step.frames and not may_be_traced(self, type(data)):
             return original(self, data)  # no OtelHooks can see it: nothing to finish after the hooks
         return book.emit(step, original, self, data)
 
@@ -169,11 +227,15 @@ def _patched_provider_call(original: Any) -> Any:
         one call (nor for a provider that delegates to another).
         """
         book = _CURRENT_BOOK.get()
-        step = _CURRENT_STEP.get()
-        if book is None or step is None or book.closed or _IN_PROVIDER_CALL.get():
+        if book is None or book.closed or _IN_PROVIDER_CALL.get():
             return await original(self, *args, **kwargs)
         request = args[0] if args else kwargs.get("request")
         chat = None
+        # Steps of agents whose registry carries an OtelHooks are wrapped (``SpanBook.step_needs``),
+        # so a step without a scope has no OtelHooks to own its calls.
+        step = _CURRENT_STEP.get()
+        if step is None or step.book is not book:
+            return await original(self, *args, **kwargs)
         try:
             chat = book.start_direct_chat(step, request)
         except Exception:

@@ -1,9 +1,9 @@
 """What the plugin reads off a ``HookRegistry``: whose handlers are on it, and where it forwards.
 
 Why apart from the router: these questions decide, per event, whether the plugin has any work to
-do at all (an event no ``OtelHooks`` can see goes straight to flowra's own emit), whether the
-handler-by-handler emit of the redaction ledger is needed (only with a handler that could change
-the event), and which ``OtelHooks`` owns a custom agent's direct provider calls.
+do at all (an event no ``OtelHooks`` can see goes straight to flowra's own emit), which handlers
+are the plugin's own (claims, never called), and which ``OtelHooks`` owns a custom agent's direct
+provider calls (and so whether its steps need a scope from their start).
 """
 
 from __future__ import annotations
@@ -21,11 +21,6 @@ PLUGIN_HANDLERS: set[Any] = set()
 
 def is_plugin_handler(handler: Any) -> bool:
     return getattr(handler, "__func__", None) in PLUGIN_HANDLERS
-
-
-def has_foreign_handler(registry: Any, event_type: type[Any]) -> bool:
-    """Whether a handler other than an ``OtelHooks`` (which never changes events) is registered."""
-    return any(not is_plugin_handler(h) for h in registry_handlers(registry, event_type) or ())
 
 
 def may_be_traced(registry: Any, event_type: type[Any], depth: int = 0) -> bool:
@@ -62,4 +57,4 @@ def is_streaming(registry: Any) -> bool:
     return any(bool(has(cls)) for cls in DELTA_EVENTS)
 
 
-__all__ = ["PLUGIN_HANDLERS", "has_foreign_handler", "is_plugin_handler", "is_streaming", "may_be_traced", "owner_on"]
+__all__ = ["PLUGIN_HANDLERS", "is_plugin_handler", "is_streaming", "may_be_traced", "owner_on"]

@@ -22,6 +22,7 @@ to it) and finishes the event only when that returns. The book is dropped when t
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -38,6 +39,7 @@ from ._flowra import (
     INTERRUPT_EXCEPTIONS,
     INTERRUPTED_TYPE,
     SPAN_EVENTS,
+    Event,
     HookRegistry,
     ToolLoopResult,
     agent_llm_config,
@@ -49,12 +51,13 @@ from ._flowra import (
     parent_of,
     provider_class_of,
     registry_context,
+    registry_handlers,
     spawned_tool_uses,
 )
 from .agent_invocation import AgentInvocation
 from .chat_invocation import ChatInvocation
-from .ledger_emit import LEDGER_FIELDS, FieldTracker, emit_tracking
-from .registry_view import has_foreign_handler, is_streaming, owner_on
+from .ledger_emit import LEDGER_FIELDS, FieldTracker
+from .registry_view import PLUGIN_HANDLERS, is_streaming, owner_on
 from .run_state import RunState
 from .safety import guarded, safe_str, utf8_safe
 from .step_scope import EmitFrame, StepScope
@@ -89,31 +92,56 @@ class SpanBook:
 
     # ------------------------------------------------------------------ emit (patched)
     async def emit(self, step: StepScope, original: Emit, registry: Any, data: Any) -> Any:
-        """Run flowra's ``emit`` and, for the outermost emit of a traced event, finish it after."""
+        """flowra's ``emit``, run here, and for the outermost emit of a traced event, finished after.
+
+        One coroutine per event: for a plain ``HookRegistry`` the handler loop is flowra's own
+        (same ``Event`` envelope, same live handler list, same order, same awaiting; identical in
+        0.0.3 - 0.0.8), run here so that an ``OtelHooks`` handler is a claim made in place (no call,
+        no context lookup), and the redaction ledger sees each other handler's change. A registry
+        subclass keeps its own ``emit``; its ``OtelHooks`` handlers then claim when called.
+        """
         cls = type(data)
         frames = step.frames
-        if frames and type(frames[-1].data) is cls:  # forwarded by propagate_to: the outer emit owns it
-            tracker = frames[-1].tracker
-            if tracker is not None and type(registry) is HookRegistry:
-                return await emit_tracking(registry, data, tracker)
-            return await original(registry, data)
-        frame = EmitFrame(data, registry)
-        if cls is events.AfterLLMCallEvent:
-            step.detach()  # the provider call returned: its chat span is no longer current
-        field = LEDGER_FIELDS.get(cls)
-        if field is not None:
-            frame.tracker = FieldTracker(field, getattr(data, field, None))
-        frames.append(frame)
+        outer = not frames or type(frames[-1].data) is not cls
+        if outer:
+            frame = EmitFrame(data, registry)
+            if cls is events.AfterLLMCallEvent:
+                step.detach()  # the provider call returned: its chat span is no longer current
+            field = LEDGER_FIELDS.get(cls)
+            if field is not None:
+                frame.tracker = FieldTracker(field, getattr(data, field, None))
+            frames.append(frame)
+        else:  # forwarded by propagate_to: the outermost emit owns the event
+            frame = frames[-1]
         try:
-            if frame.tracker is not None and type(registry) is HookRegistry and has_foreign_handler(registry, cls):
-                result = await emit_tracking(registry, data, frame.tracker)
+            if type(registry) is HookRegistry:
+                event = Event(data=data, context=registry_context(registry))
+                handlers = registry_handlers(registry, cls)
+                if handlers:
+                    tracker = frame.tracker
+                    for handler in handlers:
+                        if getattr(handler, "__func__", None) in PLUGIN_HANDLERS:
+                            if frame.owner is None:
+                                self._claim(step, frame, handler.__self__, event.context)
+                            continue
+                        if tracker is not None:
+                            guarded(tracker.start)
+                        result = handler(event)
+                        if inspect.isawaitable(result):
+                            await result
+                        if tracker is not None:
+                            tracker.after(getattr(event.data, tracker.field, None), handler)
+                result = event.data
             else:
                 result = await original(registry, data)
         except BaseException as exc:
-            frames.pop()
-            if frame.owner is not None:
-                guarded(self._after_emit, step, frame, exc)
+            if outer:
+                frames.pop()
+                if frame.owner is not None:
+                    guarded(self._after_emit, step, frame, exc)
             raise
+        if not outer:
+            return result
         frames.pop()
         if frame.owner is not None:
             frame.data = result  # a handler may have replaced the event object itself
@@ -128,16 +156,23 @@ class SpanBook:
             agent.chat.chunk()
 
     def claim(self, owner: OtelHooks, step: StepScope, data: Any, hook_context: Any) -> None:
-        """Called by an ``OtelHooks`` handler: the first one to see an event traces it."""
+        """Called by an ``OtelHooks`` handler (a registry subclass's own emit called it)."""
         frames = step.frames
-        if not frames or self.closed:
-            return
-        frame = frames[-1]
-        if frame.owner is not None or type(frame.data) is not type(data):
+        if frames and frames[-1].owner is None and type(frames[-1].data) is type(data):
+            self._claim(step, frames[-1], owner, hook_context)
+
+    def _claim(self, step: StepScope, frame: EmitFrame, owner: OtelHooks, hook_context: Any) -> None:
+        """The first ``OtelHooks`` to see an event traces it."""
+        if self.closed:
             return
         frame.owner = owner
         frame.hook_context = hook_context
-        self._on_claimed(step.node, frame)
+        try:
+            self._on_claimed(step.node, frame)
+        except Exception:
+            logger.exception(
+                "flowra_otel: internal error handling %s; the agent is unaffected", type(frame.data).__name__
+            )
 
     # ------------------------------------------------------------------ events
     def _on_claimed(self, node: Any, frame: EmitFrame) -> None:
@@ -377,10 +412,22 @@ class SpanBook:
         chat.stop()
 
     # ------------------------------------------------------------------ parenting
-    def tool_context(self, node: Any) -> Context | None:
-        """For a tool-call node's step: a context with its ``execute_tool`` span current."""
-        tool = self._tool_of_node(node)
-        return trace.set_span_in_context(tool.span, self.caller_context) if tool is not None else None
+    def step_needs(self, node: Any) -> tuple[bool, Context | None]:
+        """Whether a step of ``node`` needs a scope from its start, and for a tool call, the
+        context with its ``execute_tool`` span current.
+
+        A scope is needed by a tool loop this run traces (its step's end ends spans), a tool call
+        it traces (its tool runs under the span), and an agent whose registry carries an
+        ``OtelHooks`` (its direct provider calls may run in tasks of their own). Any other step
+        runs unwrapped and is adopted if an event in it turns out to be traced.
+        """
+        if self.agents:
+            if id(node) in self.agents:
+                return True, None
+            tool = self._tool_of_node(node)
+            if tool is not None:
+                return True, trace.set_span_in_context(tool.span, self.caller_context)
+        return owner_on(node) is not None, None
 
     def context_for_node(self, node: Any) -> Context:
         """The context a nested run started from inside ``node``'s step should use as parent."""
