@@ -8,6 +8,8 @@ as if there were a single flowra. This is the only module that reads flowra's pr
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from typing import Any, Final
 
 from flowra.agent import Event, HookContext, HookRegistry
@@ -52,8 +54,10 @@ __all__ = [
     "agent_llm_config",
     "agent_name_of",
     "child_index_of",
+    "context_of_registry",
     "events",
     "forward_target",
+    "handler_map",
     "node_id_of",
     "node_of_step_task",
     "owning_agent_path",
@@ -156,6 +160,14 @@ def node_of_step_task(task: Any) -> Any:
         return None
     frame = coro.cr_frame  # type: ignore[union-attr]
     return frame.f_locals.get("node") if frame is not None else None
+
+
+handler_map: Final[Callable[[Any], dict[type[Any], list[Any]]]] = operator.attrgetter("_HookRegistry__handlers")
+"""A plain ``HookRegistry``'s handler lists by event type (flowra's own dict, live): the hot path's
+C-level accessor, for registries whose type is exactly ``HookRegistry`` (0.0.3 - 0.0.8 slots)."""
+
+context_of_registry: Final[Callable[[Any], Any]] = operator.attrgetter("_HookRegistry__context")
+"""A plain ``HookRegistry``'s ``HookContext`` (or None): what its ``emit`` stamps on events."""
 
 
 def registry_handlers(registry: Any, event_type: type[Any]) -> list[Any] | None:

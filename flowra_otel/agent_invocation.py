@@ -21,7 +21,7 @@ from opentelemetry.util.types import AttributeValue
 
 from . import attributes, semconv
 from .attributes import TokenUsage
-from .chat_invocation import ChatInvocation
+from .chat_invocation import ChatInvocation, ChatShape
 from .content import ContentRenderer
 from .errors import end_metric_error, record_end
 from .safety import guarded
@@ -40,6 +40,7 @@ class AgentInvocation:
 
     __slots__ = (
         "chat",
+        "chat_shapes",
         "content",
         "context",
         "ended",
@@ -57,6 +58,7 @@ class AgentInvocation:
         "system_recorded",
         "tool_calls",
         "tool_descriptions",
+        "tool_shapes",
         "tools",
         "usage",
     )
@@ -82,6 +84,9 @@ class AgentInvocation:
         self.model_at_start = semconv.GEN_AI_REQUEST_MODEL in attrs  # from the agent's own config
         self.system_recorded = False
         self.tool_descriptions: dict[str, str] = {}  # tools offered by the latest request: name -> description
+        # Span names and start attributes of its chat and tool spans, built once per shape.
+        self.chat_shapes: dict[Any, ChatShape] = {}
+        self.tool_shapes: dict[Any, tuple[str, attributes.Attributes]] = {}
         self.node = node  # strong ref: keeps id(node) unique while the invocation lives
         self.name = name
         self.start_ns = start_ns

@@ -28,7 +28,7 @@ from .attributes import TokenUsage
 from .content import ContentRenderer
 from .errors import end_metric_error, record_end
 from .instruments import ChatMetricAttributes
-from .safety import guarded, safe_str, utf8_safe
+from .safety import safe_str, utf8_safe
 
 if TYPE_CHECKING:
     from .hooks import OtelHooks
@@ -36,6 +36,62 @@ if TYPE_CHECKING:
 logger = logging.getLogger("flowra_otel")
 
 _NO_EXTRA: Final[Mapping[str, AttributeValue]] = MappingProxyType({})
+
+
+class ChatShape:
+    """What every call of one agent with the same request settings starts its span with."""
+
+    __slots__ = ("attributes", "model", "name", "provider")
+
+    def __init__(self, provider: str, model: str, name: str, attrs: attributes.Attributes) -> None:
+        self.provider = provider
+        self.model = model
+        self.name = name
+        self.attributes = attrs  # never mutated once built: shared by the spans of this shape
+
+
+_MAX_SHAPES: Final = 64
+
+
+def _shape(
+    owner: OtelHooks,
+    request: Any,
+    stamp: attributes.Attributes,
+    streaming: bool,
+    agent_name: str | None,
+    provider_class: str | None,
+    shapes: dict[Any, ChatShape] | None,
+) -> ChatShape:
+    """The span name and start attributes of a call, built once per agent and request settings
+    (a tool loop sends the same model and settings on every iteration)."""
+    key: Any = None
+    if shapes is not None:
+        try:
+            stop = request.stop_sequences
+            key = (
+                request.model,
+                request.temperature,
+                request.max_tokens,
+                tuple(stop) if stop else None,
+                request.json_schema is None,
+                streaming,
+                id(stamp),
+            )
+            shape = shapes.get(key)
+            if shape is not None:
+                return shape
+        except Exception:  # an unhashable or odd value: built afresh, not cached
+            key = None
+    provider, model = owner.options.resolve_provider_and_model(safe_str(request.model), provider_class)
+    provider, model = utf8_safe(provider), utf8_safe(model)
+    attrs = attributes.chat_start_attributes(request, provider, model, streaming=streaming)
+    if agent_name:
+        attrs[semconv.GEN_AI_AGENT_NAME] = agent_name
+    attrs.update(stamp)
+    shape = ChatShape(provider, model, f"{semconv.OP_CHAT} {model}" if model else semconv.OP_CHAT, attrs)
+    if key is not None and shapes is not None and len(shapes) < _MAX_SHAPES:
+        shapes[key] = shape
+    return shape
 
 
 class ChatInvocation:
@@ -71,6 +127,7 @@ class ChatInvocation:
         agent_name: str | None = None,
         provider_class: str | None = None,
         metric_extra: Mapping[str, AttributeValue] = _NO_EXTRA,
+        shapes: dict[Any, ChatShape] | None = None,
     ) -> None:
         self.owner = owner
         self.content = content  # None: no content is recorded on this span
@@ -83,19 +140,11 @@ class ChatInvocation:
         self.response: Any = None
         self.tool_uses: dict[int, Any] = {}  # id(original tool-use block) -> the tool use after its hooks
         self.ended = False
-        provider, model = owner.options.resolve_provider_and_model(safe_str(request.model), provider_class)
-        self.provider = utf8_safe(provider)
-        self.model = utf8_safe(model)
-        attrs = attributes.chat_start_attributes(request, self.provider, self.model, streaming=streaming)
-        if agent_name:
-            attrs[semconv.GEN_AI_AGENT_NAME] = agent_name
-        attrs.update(stamp)
+        shape = _shape(owner, request, stamp, streaming, agent_name, provider_class, shapes)
+        self.provider, self.model = shape.provider, shape.model
+        # ``shape.attributes`` is shared by every call of this shape: the SDK copies it, never keeps it.
         self.span = owner.tracer.start_span(
-            f"{semconv.OP_CHAT} {self.model}" if self.model else semconv.OP_CHAT,
-            context=parent,
-            kind=SpanKind.CLIENT,
-            attributes=attrs,
-            start_time=start_ns,
+            shape.name, context=parent, kind=SpanKind.CLIENT, attributes=shape.attributes, start_time=start_ns
         )
 
     def record_request(self, request: Any) -> None:
@@ -158,7 +207,10 @@ class ChatInvocation:
         finally:
             self.span.end(end_time=end_ns)
         if self.owner.instruments.enabled:
-            guarded(self._record_metrics, end_ns, metric_error, usage)
+            try:
+                self._record_metrics(end_ns, metric_error, usage)
+            except Exception:
+                logger.exception("flowra_otel: could not record the metrics of a chat span")
         return usage
 
     def _apply_finish(

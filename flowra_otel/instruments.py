@@ -58,6 +58,7 @@ class Instruments:
 
     __slots__ = (
         "_chat_attrs",
+        "_tool_attrs",
         "agent_duration",
         "agent_inference_calls",
         "agent_tool_calls",
@@ -75,6 +76,7 @@ class Instruments:
     def __init__(self, meter: Meter, *, enabled: bool = True) -> None:
         self.enabled = enabled  # False: metrics off; the invocations record nothing at all
         self._chat_attrs: dict[tuple[Any, ...], tuple[MetricAttributes, MetricAttributes, MetricAttributes]] = {}
+        self._tool_attrs: dict[tuple[Any, ...], MetricAttributes] = {}
         self.token_usage: Histogram = meter.create_histogram(
             GEN_AI_CLIENT_TOKEN_USAGE,
             unit="{token}",
@@ -171,14 +173,19 @@ class Instruments:
         duration_s: float,
         error_type: str | None,
     ) -> None:
-        attrs: MetricAttributes = {
-            semconv.GEN_AI_TOOL_NAME: tool_name,
-            semconv.GEN_AI_TOOL_TYPE: semconv.TOOL_TYPE_FUNCTION,
-            semconv.GEN_AI_AGENT_NAME: agent_name,
-            **extra,
-        }
-        if error_type is not None:
-            attrs[semconv.ERROR_TYPE] = error_type
+        key = (tool_name, agent_name, error_type, *extra.items()) if extra else (tool_name, agent_name, error_type)
+        attrs = self._tool_attrs.get(key)
+        if attrs is None:  # built once per tool, agent, outcome and extra attributes; never mutated after
+            attrs = {
+                semconv.GEN_AI_TOOL_NAME: tool_name,
+                semconv.GEN_AI_TOOL_TYPE: semconv.TOOL_TYPE_FUNCTION,
+                semconv.GEN_AI_AGENT_NAME: agent_name,
+                **extra,
+            }
+            if error_type is not None:
+                attrs[semconv.ERROR_TYPE] = error_type
+            if len(self._tool_attrs) < 1024:
+                self._tool_attrs[key] = attrs
         self.tool_duration.record(duration_s, attrs)
         if error_type == semconv.ERROR_TYPE_TOOL:
             self.tool_errors.add(1, {semconv.GEN_AI_TOOL_NAME: tool_name, **extra})

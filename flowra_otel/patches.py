@@ -137,15 +137,23 @@ async def _traced_step(book: SpanBook, node: Any, tool_context: Any, original: A
     try:
         result = await original(*args, **kwargs)
     except BaseException as exc:
-        guarded(book.step_ended, step, None, exc)
+        _step_ended(book, step, None, exc)
         raise
     finally:
-        step.detach()  # the chat context first: it was attached last (contexts unwind in order)
+        if step.token is not None:
+            step.detach()  # the chat context first: it was attached last (contexts unwind in order)
         if ctx_token is not None:
             otel_context.detach(ctx_token)
         _CURRENT_STEP.reset(step_token)
-    guarded(book.step_ended, step, result, None)
+    _step_ended(book, step, result, None)
     return result
+
+
+def _step_ended(book: SpanBook, step: StepScope, result: Any, exc: BaseException | None) -> None:
+    try:
+        book.step_ended(step, result, exc)
+    except Exception:
+        logger.exception("flowra_otel: internal error at the end of a step; the agent is unaffected")
 
 
 def _node_of_current_step() -> Any:
@@ -178,10 +186,10 @@ def _adopt_step(book: SpanBook, node: Any = None) -> StepScope | None:
 
 def _adopted_step_done(step: StepScope, task: asyncio.Task[Any]) -> None:
     if task.cancelled():
-        guarded(step.book.step_ended, step, None, asyncio.CancelledError())
+        _step_ended(step.book, step, None, asyncio.CancelledError())
         return
     exc = task.exception()
-    guarded(step.book.step_ended, step, task.result() if exc is None else None, exc)
+    _step_ended(step.book, step, task.result() if exc is None else None, exc)
 
 
 # ---------------------------------------------------------------------------------- emit
@@ -190,24 +198,27 @@ def _patched_emit(original: Any) -> Any:
     def emit(self: Any, data: Any, *args: Any, **kwargs: Any) -> Any:
         """Not ``async``: events the plugin does not trace get flowra's own coroutine, untouched."""
         book = _CURRENT_BOOK.get()
-        if book is None or book.closed or type(data) not in INTERESTING_EVENTS or args or kwargs:
+        cls = type(data)
+        if book is None or cls not in INTERESTING_EVENTS or book.closed or args or kwargs:
             return original(self, data, *args, **kwargs)
         step = _CURRENT_STEP.get()
-        if step is None or step.book is not book:
-            if type(data) in DELTA_EVENT_TYPES or not may_be_traced(self, type(data)):
-                return original(self, data)  # no OtelHooks can see it: nothing to finish after the hooks
-            try:
-                step = _adopt_step(book)
-            except Exception:
-                logger.exception("flowra_otel: could not adopt a step")
-                step = None
-            if step is None:
-                return original(self, data)  # not inside an engine step
-        elif type(data) in DELTA_EVENT_TYPES:
-            guarded(book.chunk, step.node)
-            return original(self, data)
-        elif not step.frames and not may_be_traced(self, type(data)):
+        if step is not None and step.book is book:
+            if cls in DELTA_EVENT_TYPES:
+                guarded(book.chunk, step.node)
+                return original(self, data)
+            # The book runs the handler loop itself: an event no OtelHooks sees (directly or through
+            # propagate_to) leaves no trace but a frame, popped when its handlers have run.
+            return book.emit(step, original, self, data)
+        # No scope: a step nothing traced when it started, or no engine step at all.
+        if cls in DELTA_EVENT_TYPES or not may_be_traced(self, cls):
             return original(self, data)  # no OtelHooks can see it: nothing to finish after the hooks
+        try:
+            step = _adopt_step(book)
+        except Exception:
+            logger.exception("flowra_otel: could not adopt a step")
+            step = None
+        if step is None:
+            return original(self, data)  # not inside an engine step
         return book.emit(step, original, self, data)
 
     return emit

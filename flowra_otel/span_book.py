@@ -45,13 +45,14 @@ from ._flowra import (
     agent_llm_config,
     agent_name_of,
     child_index_of,
+    context_of_registry,
     events,
+    handler_map,
     node_id_of,
     owning_agent_path,
     parent_of,
     provider_class_of,
     registry_context,
-    registry_handlers,
     spawned_tool_uses,
 )
 from .agent_invocation import AgentInvocation
@@ -115,14 +116,15 @@ class SpanBook:
             frame = frames[-1]
         try:
             if type(registry) is HookRegistry:
-                event = Event(data=data, context=registry_context(registry))
-                handlers = registry_handlers(registry, cls)
+                event = Event(data=data, context=context_of_registry(registry))
+                handlers = handler_map(registry).get(cls)
                 if handlers:
                     tracker = frame.tracker
                     for handler in handlers:
                         if getattr(handler, "__func__", None) in PLUGIN_HANDLERS:
-                            if frame.owner is None:
-                                self._claim(step, frame, handler.__self__, event.context)
+                            if frame.owner is None:  # the first OtelHooks to see an event traces it
+                                frame.owner = handler.__self__
+                                frame.hook_context = event.context
                             continue
                         if tracker is not None:
                             guarded(tracker.start)
@@ -138,16 +140,16 @@ class SpanBook:
             if outer:
                 frames.pop()
                 if frame.owner is not None:
-                    guarded(self._after_emit, step, frame, exc)
+                    self._finish_guarded(step, frame, exc)
             raise
         if not outer:
             return result
         frames.pop()
         if frame.owner is not None:
             frame.data = result  # a handler may have replaced the event object itself
-            guarded(self._after_emit, step, frame, None)
-        if self.run.persist_pending:
-            await self.run.persist()
+            self._finish_guarded(step, frame, None)
+            if self.run.persist_pending:
+                await self.run.persist()
         return result
 
     def chunk(self, node: Any) -> None:
@@ -156,39 +158,51 @@ class SpanBook:
             agent.chat.chunk()
 
     def claim(self, owner: OtelHooks, step: StepScope, data: Any, hook_context: Any) -> None:
-        """Called by an ``OtelHooks`` handler (a registry subclass's own emit called it)."""
+        """Called by an ``OtelHooks`` handler (a registry subclass's own emit called it): the
+        first one to see an event traces it, once every handler has run."""
         frames = step.frames
         if frames and frames[-1].owner is None and type(frames[-1].data) is type(data):
-            self._claim(step, frames[-1], owner, hook_context)
+            frames[-1].owner = owner
+            frames[-1].hook_context = hook_context
 
-    def _claim(self, step: StepScope, frame: EmitFrame, owner: OtelHooks, hook_context: Any) -> None:
-        """The first ``OtelHooks`` to see an event traces it."""
-        if self.closed:
-            return
-        frame.owner = owner
-        frame.hook_context = hook_context
+    # ------------------------------------------------------------------ events
+    def _finish_guarded(self, step: StepScope, frame: EmitFrame, exc: BaseException | None) -> None:
         try:
-            self._on_claimed(step.node, frame)
+            self._finish(step, frame, exc)
         except Exception:
             logger.exception(
                 "flowra_otel: internal error handling %s; the agent is unaffected", type(frame.data).__name__
             )
 
-    # ------------------------------------------------------------------ events
-    def _on_claimed(self, node: Any, frame: EmitFrame) -> None:
-        if node is None:
-            logger.debug("flowra_otel: event %s emitted outside an engine step; not traced", type(frame.data).__name__)
+    def _finish(self, step: StepScope, frame: EmitFrame, exc: BaseException | None) -> None:
+        """Every handler of a traced event has run (or one raised ``exc``): act on it, once.
+
+        Spans start here too, at the time the event was emitted (``frame.start_ns``), with the
+        values every hook left: the request that is sent, the tool call that runs.
+        """
+        node = step.node
+        if node is None or self.closed:
             return
         owner = frame.owner
         assert owner is not None
-        agent = self.agents.get(id(node)) or self._start_agent(node, frame, owner)
+        agent = self.agents.get(id(node))
+        if agent is None:
+            agent = self._start_agent(node, frame, owner)
         data = frame.data
         cls = type(data)
-        if cls is events.BeforeLLMCallEvent:
+        if cls is events.AfterLLMCallEvent:
+            chat = agent.chat
+            if chat is not None:
+                if exc is not None:
+                    agent.end_chat(exc)
+                else:
+                    chat.respond(data.response, frame.start_ns)
+        elif cls is events.BeforeLLMCallEvent:
+            request = data.request
             chat = ChatInvocation(
                 owner,
                 agent.context,
-                data.request,
+                request,
                 stamp=self.run.stamp(owner),
                 streaming=is_streaming(frame.registry),
                 start_ns=frame.start_ns,
@@ -196,13 +210,23 @@ class SpanBook:
                 agent_name=agent.name,
                 provider_class=agent.provider_class,
                 metric_extra=self.run.metric_extra,
+                shapes=agent.chat_shapes,
             )
-            agent.chat_started(chat, data.request)
-            frame.target = chat
+            agent.chat_started(chat, request)
+            if exc is not None:
+                agent.end_chat(exc)
+                return
+            if chat.content is not None:
+                chat.record_request(request)
+                agent.record_system(request)
+            step.attach(chat.span)
         elif cls is events.BeforeToolCallEvent:
+            tracker = frame.tracker
+            original = tracker.initial if tracker is not None else data.tool_use
             tool = ToolInvocation(
                 owner,
                 agent.context,
+                original,
                 data.tool_use,
                 agent_name=agent.name,
                 stamp=self.run.stamp(owner),
@@ -210,54 +234,28 @@ class SpanBook:
                 content=agent.content,
                 offered=agent.tool_descriptions,
                 metric_extra=self.run.metric_extra,
-                model_tool_use=frame.tracker.initial if frame.tracker is not None else None,
+                shapes=agent.tool_shapes,
             )
             agent.tool_announced(tool)
-            frame.target = tool
-        elif cls is events.AfterToolCallEvent:
-            frame.target = agent.tool_for_result(data.tool_use)
-        elif cls is events.MessageAcceptedEvent:
-            self.run.accept_metadata(owner, data.metadata or {}, self._open_spans())
-
-    def _after_emit(self, step: StepScope, frame: EmitFrame, exc: BaseException | None) -> None:
-        agent = self.agents.get(id(step.node))
-        if agent is None:
-            return
-        data = frame.data
-        cls = type(data)
-        target = frame.target
-        change = frame.tracker.change if frame.tracker is not None else None
-        if cls is events.BeforeLLMCallEvent:
-            if target is not agent.chat or target is None:
-                return
             if exc is not None:
-                agent.end_chat(exc)
+                tool.fail(exc)
                 return
-            target.record_request(data.request)
-            agent.record_system(data.request)
-            step.attach(target.span)
+            tool.called(tracker.change if tracker is not None else None)
+            if agent.chat is not None:  # the response's block -> the tool use that runs
+                agent.chat.tool_uses[id(original)] = data.tool_use
+        elif cls is events.AfterToolCallEvent:
+            called = agent.tool_for_result(data.tool_use)
+            if called is not None:
+                if exc is not None:
+                    called.fail(exc)
+                else:
+                    tracker = frame.tracker
+                    called.stop(data.result, tracker.change if tracker is not None else None)
         elif cls is events.UserMessageEvent:
             if exc is None:
                 agent.record_input(data.messages)
-        elif cls is events.AfterLLMCallEvent:
-            if agent.chat is not None:
-                if exc is not None:
-                    agent.end_chat(exc)
-                else:
-                    agent.chat.respond(data.response, frame.start_ns)
-        elif cls is events.BeforeToolCallEvent and target is not None:
-            if exc is not None:
-                target.fail(exc)
-                return
-            original = frame.tracker.initial if frame.tracker is not None else target.tool_use
-            target.called(original, data.tool_use, change)
-            if agent.chat is not None:  # the response's block -> the tool use that runs
-                agent.chat.tool_uses[id(original)] = data.tool_use
-        elif cls is events.AfterToolCallEvent and target is not None:
-            if exc is not None:
-                target.fail(exc)
-            else:
-                target.stop(data.result, change)
+        elif cls is events.MessageAcceptedEvent:
+            self.run.accept_metadata(owner, data.metadata or {}, self._open_spans())
 
     def _open_spans(self) -> Iterator[Span]:
         for agent in self.agents.values():
@@ -320,34 +318,32 @@ class SpanBook:
             # The call itself succeeded. Its output goes on the span only if every hook of this
             # step (BeforeToolCallEvent rewrites included) ran without raising.
             agent.end_chat(withhold_output=exc is not None)
-        if isinstance(exc, asyncio.CancelledError):
+        if exc is None:
+            if agent is None:
+                return
+            tool_uses = spawned_tool_uses(result)
+            if tool_uses is not None:
+                agent.tools_spawned(tool_uses)
+            elif isinstance(result, CONTINUATION_TYPES):
+                return
+            elif INTERRUPTED_TYPE is not None and isinstance(result, INTERRUPTED_TYPE):
+                self._end_agent(agent, None, reason=semconv.END_INTERRUPTED)
+            elif isinstance(result, ToolLoopResult):
+                self._end_agent(agent, None, result=result)
+            else:
+                self._end_agent(agent, None)
+        elif isinstance(exc, asyncio.CancelledError):
             return  # the run itself is being cancelled or timed out; finish() knows which
-        if isinstance(exc, INTERRUPT_EXCEPTIONS):  # a requested stop, not a failure
+        elif isinstance(exc, INTERRUPT_EXCEPTIONS):  # a requested stop, not a failure
             self.interrupted = True
             if agent is not None:
                 self._end_agent(agent, None, reason=semconv.END_INTERRUPTED)
-            return
-        if exc is not None:
-            if agent is not None:
-                self._end_agent(agent, exc, reason=semconv.END_ERROR)
-            else:
-                tool = self._tool_of_node(node)
-                if tool is not None:
-                    tool.fail(exc)
-            return
-        if agent is None:
-            return
-        tool_uses = spawned_tool_uses(result)
-        if tool_uses is not None:
-            agent.tools_spawned(tool_uses)
-        elif isinstance(result, CONTINUATION_TYPES):
-            return
-        elif INTERRUPTED_TYPE is not None and isinstance(result, INTERRUPTED_TYPE):
-            self._end_agent(agent, None, reason=semconv.END_INTERRUPTED)
-        elif isinstance(result, ToolLoopResult):
-            self._end_agent(agent, None, result=result)
+        elif agent is not None:
+            self._end_agent(agent, exc, reason=semconv.END_ERROR)
         else:
-            self._end_agent(agent, None)
+            tool = self._tool_of_node(node)
+            if tool is not None:
+                tool.fail(exc)
 
     def _end_agent(
         self, agent: AgentInvocation, error: BaseException | None, *, reason: str | None = None, result: Any = None

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, Status, StatusCode
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from .hooks import OtelHooks
 
 logger = logging.getLogger("flowra_otel")
+
+_MAX_SHAPES: Final = 256
 
 
 class ToolInvocation:
@@ -53,6 +55,7 @@ class ToolInvocation:
         self,
         owner: OtelHooks,
         parent: Context,
+        model_tool_use: Any,
         tool_use: Any,
         *,
         agent_name: str,
@@ -61,18 +64,20 @@ class ToolInvocation:
         content: ContentRenderer | None,
         offered: Mapping[str, str],
         metric_extra: Mapping[str, AttributeValue],
-        model_tool_use: Any = None,
+        shapes: dict[Any, tuple[str, attributes.Attributes]] | None = None,
     ) -> None:
+        """``model_tool_use``: the call as the model asked for it; ``tool_use``: as every
+        BeforeToolCallEvent hook left it, the call that runs."""
         self.owner = owner
         self.content = content  # None: no content is recorded on this span
         self.agent_name = agent_name
         self.metric_extra = metric_extra
         self.start_ns = start_ns
-        self.tool_use = tool_use  # as the hooks left it, once BeforeToolCallEvent returned
+        self.tool_use = tool_use
         # The model chose ``model_name``. A name the request did not offer is model output: content
         # (and an unbounded metric series), so spans and metrics name a fixed placeholder instead.
         # A name a hook chose (application code, already applied here) is the tool that runs.
-        self.model_name = safe_str(getattr(model_tool_use if model_tool_use is not None else tool_use, "name", ""))
+        self.model_name = safe_str(getattr(model_tool_use, "name", ""))
         current = safe_str(getattr(tool_use, "name", ""))
         offered_description = offered.get(current)
         if current != self.model_name:
@@ -82,45 +87,42 @@ class ToolInvocation:
         self.description = offered_description or ""
         self.redacted_fields: list[str] = []
         self.ended = False
-        attrs: attributes.Attributes = {
-            semconv.GEN_AI_OPERATION_NAME: semconv.OP_EXECUTE_TOOL,
-            semconv.GEN_AI_TOOL_NAME: self.name,
-            semconv.GEN_AI_TOOL_TYPE: semconv.TOOL_TYPE_FUNCTION,
-            semconv.GEN_AI_TOOL_CALL_ID: safe_str(getattr(tool_use, "id", "")),
-            semconv.GEN_AI_AGENT_NAME: agent_name,
-            **stamp,
-        }
-        if self.description:
-            attrs[semconv.GEN_AI_TOOL_DESCRIPTION] = self.description
-        if self.name == semconv.INVENTED_TOOL_NAME and content is not None:
-            attrs[semconv.FLOWRA_TOOL_REQUESTED_NAME] = content.text(self.model_name)
+        requested = (
+            content.text(self.model_name) if self.name == semconv.INVENTED_TOOL_NAME and content is not None else None
+        )
+        key = (self.name, self.description, requested, id(stamp))
+        shape = shapes.get(key) if shapes is not None else None
+        if shape is None:
+            template: attributes.Attributes = {
+                semconv.GEN_AI_OPERATION_NAME: semconv.OP_EXECUTE_TOOL,
+                semconv.GEN_AI_TOOL_NAME: self.name,
+                semconv.GEN_AI_TOOL_TYPE: semconv.TOOL_TYPE_FUNCTION,
+                semconv.GEN_AI_AGENT_NAME: agent_name,
+                **stamp,
+            }
+            if self.description:
+                template[semconv.GEN_AI_TOOL_DESCRIPTION] = self.description
+            if requested is not None:
+                template[semconv.FLOWRA_TOOL_REQUESTED_NAME] = requested
+            shape = (f"{semconv.OP_EXECUTE_TOOL} {self.name}", template)
+            if shapes is not None and len(shapes) < _MAX_SHAPES:
+                shapes[key] = shape
+        name, template = shape
         self.span = owner.tracer.start_span(
-            f"{semconv.OP_EXECUTE_TOOL} {self.name}",
+            name,
             context=parent,
             kind=SpanKind.INTERNAL,
-            attributes=attrs,
+            attributes={**template, semconv.GEN_AI_TOOL_CALL_ID: safe_str(getattr(tool_use, "id", ""))},
             start_time=start_ns,
         )
 
-    def called(self, original: Any, tool_use: Any, change: redaction.FieldChange | None) -> None:
-        """BeforeToolCallEvent returned: ``tool_use`` is what will run (a hook may have replaced
-        ``original``, the model's tool use: another id, another tool, scrubbed arguments)."""
-        self.tool_use = tool_use
-        span = self.span
-        recording = span.is_recording()
-        final_id = safe_str(getattr(tool_use, "id", ""))
-        if recording and final_id != safe_str(getattr(original, "id", "")):
-            span.set_attribute(semconv.GEN_AI_TOOL_CALL_ID, final_id)
-        final_name = safe_str(getattr(tool_use, "name", ""))
-        if final_name not in (self.model_name, self.name):
-            # A hook (application code) redirected the call: name the tool that actually runs.
-            self.name = final_name
-            if recording:
-                span.update_name(f"{semconv.OP_EXECUTE_TOOL} {final_name}")
-                span.set_attribute(semconv.GEN_AI_TOOL_NAME, final_name)
+    def called(self, change: redaction.FieldChange | None) -> None:
+        """BeforeToolCallEvent returned: the ledger of what its hooks changed, and the arguments
+        of the call that runs (content capture only)."""
+        tool_use = self.tool_use
         self._record_ledger(change, tool_use)
-        if self.content is not None and recording:
-            span.set_attribute(
+        if self.content is not None and self.span.is_recording():
+            self.span.set_attribute(
                 semconv.GEN_AI_TOOL_CALL_ARGUMENTS, self.content.tool_arguments(getattr(tool_use, "input", None))
             )
 
@@ -141,7 +143,10 @@ class ToolInvocation:
         finally:
             self.span.end(end_time=end_ns)
         if self.owner.instruments.enabled:
-            guarded(self._record_metrics, end_ns, error_type)
+            try:
+                self._record_metrics(end_ns, error_type)
+            except Exception:
+                logger.exception("flowra_otel: could not record the metrics of a tool span")
 
     def fail(self, error: BaseException | None = None, *, reason: str | None = None, end_ns: int | None = None) -> None:
         """The call raised, or ends without a result because its agent or run does."""
