@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import logging
 import threading
 from contextvars import ContextVar
@@ -230,43 +231,50 @@ _IN_PROVIDER_CALL: ContextVar[bool] = ContextVar("flowra_otel.in_provider_call",
 
 def _patched_provider_call(original: Any) -> Any:
     @functools.wraps(original)
-    async def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         """A provider call made by an agent that is not a tool loop gets its own ``chat`` span.
 
         Tool loops already trace their calls through Before/AfterLLMCallEvent, so a call made
         while the node's tool-loop chat span is open is left alone: never two ``chat`` spans for
-        one call (nor for a provider that delegates to another).
+        one call (nor for a provider that delegates to another). Not ``async`` (but marked a
+        coroutine function, as the original is): a call the plugin does not trace gets the
+        provider's own coroutine, untouched.
         """
         book = _CURRENT_BOOK.get()
         if book is None or book.closed or _IN_PROVIDER_CALL.get():
-            return await original(self, *args, **kwargs)
-        request = args[0] if args else kwargs.get("request")
-        chat = None
+            return original(self, *args, **kwargs)
         # Steps of agents whose registry carries an OtelHooks are wrapped (``SpanBook.step_needs``),
         # so a step without a scope has no OtelHooks to own its calls.
         step = _CURRENT_STEP.get()
         if step is None or step.book is not book:
-            return await original(self, *args, **kwargs)
+            return original(self, *args, **kwargs)
+        chat = None
         try:
-            chat = book.start_direct_chat(step, request)
+            chat = book.start_direct_chat(step, args[0] if args else kwargs.get("request"))
         except Exception:
             logger.exception("flowra_otel: could not start a chat span for a direct provider call")
         if chat is None:
-            return await original(self, *args, **kwargs)
-        flag = _IN_PROVIDER_CALL.set(True)
-        ctx_token = otel_context.attach(trace.set_span_in_context(chat.span))
-        try:
-            response = await original(self, *args, **kwargs)
-        except BaseException as exc:
-            guarded(book.end_direct_chat, chat, None, exc)
-            raise
-        finally:
-            otel_context.detach(ctx_token)
-            _IN_PROVIDER_CALL.reset(flag)
-        guarded(book.end_direct_chat, chat, response, None)
-        return response
+            return original(self, *args, **kwargs)
+        return _traced_call(book, chat, original, self, args, kwargs)
 
+    if inspect.iscoroutinefunction(original):
+        inspect.markcoroutinefunction(call)
     return call
+
+
+async def _traced_call(book: SpanBook, chat: Any, original: Any, provider: Any, args: Any, kwargs: Any) -> Any:
+    flag = _IN_PROVIDER_CALL.set(True)
+    ctx_token = otel_context.attach(trace.set_span_in_context(chat.span))
+    try:
+        response = await original(provider, *args, **kwargs)
+    except BaseException as exc:
+        guarded(book.end_direct_chat, chat, None, exc)
+        raise
+    finally:
+        otel_context.detach(ctx_token)
+        _IN_PROVIDER_CALL.reset(flag)
+    guarded(book.end_direct_chat, chat, response, None)
+    return response
 
 
 _INIT_SUBCLASS: Final = "__init_subclass__"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._flowra import DELTA_EVENTS, HookRegistry, events, forward_target, registry_handlers, services_of
+from ._flowra import DELTA_EVENTS, HookRegistry, events, forward_target, handler_map, registry_handlers, services_of
 
 if TYPE_CHECKING:
     from .hooks import OtelHooks
@@ -49,8 +49,14 @@ def owner_on(node: Any) -> OtelHooks | None:
     return None
 
 
+_TEXT_DELTA, _THINKING_DELTA = DELTA_EVENTS
+
+
 def is_streaming(registry: Any) -> bool:
     """Whether flowra will stream this registry's LLM calls (a delta handler is registered)."""
+    if type(registry) is HookRegistry:  # flowra's has_handlers, read straight off its handler dict
+        handlers = handler_map(registry)
+        return bool(handlers.get(_TEXT_DELTA) or handlers.get(_THINKING_DELTA))
     has = getattr(registry, "has_handlers", None)
     if has is None:
         return False
