@@ -76,17 +76,21 @@ INTERESTING_EVENTS = _TRACED | DELTA_EVENT_TYPES
 
 type Emit = Callable[[Any, Any], Awaitable[Any]]
 
+_MAX_SCOPES = 256
+"""Engine scopes whose OtelHooks ownership one run remembers (beyond that, it is read per step)."""
+
 
 class SpanBook:
     """All open spans of one ``AgentRuntime.run``/``resume`` call."""
 
-    __slots__ = ("agents", "caller_context", "closed", "interrupted", "run")
+    __slots__ = ("agents", "caller_context", "closed", "interrupted", "owners", "run")
 
     def __init__(
         self, caller_context: Context, *, storage: Any = None, resumed: Mapping[str, Any] | None = None
     ) -> None:
         self.caller_context = caller_context
         self.agents: dict[int, AgentInvocation] = {}
+        self.owners: dict[int, tuple[Any, bool]] = {}  # id(engine scope) -> (scope, has an OtelHooks)
         self.run = RunState(storage=storage, resumed=resumed)
         self.closed = False
         self.interrupted = False  # a step raised flowra's interrupt (0.0.7 then ends the whole run)
@@ -371,6 +375,7 @@ class SpanBook:
         for agent in sorted(self.agents.values(), key=lambda a: -node_id_of(a.node).count(".")):
             guarded(agent.fail, error, reason=reason)
         self.agents.clear()
+        self.owners.clear()
 
     # ------------------------------------------------------------------ direct provider calls
     def start_direct_chat(self, step: StepScope, request: Any) -> ChatInvocation | None:
@@ -423,7 +428,16 @@ class SpanBook:
             tool = self._tool_of_node(node)
             if tool is not None:
                 return True, trace.set_span_in_context(tool.span, self.caller_context)
-        return owner_on(node) is not None, None
+        # Whose registry carries an OtelHooks: read once per engine scope (a node keeps its scope,
+        # and so its services, from step to step until it moves to another agent).
+        scope = getattr(node, "scope", None)
+        known = self.owners.get(id(scope))
+        if known is not None and known[0] is scope:
+            return known[1], None
+        owned = owner_on(node) is not None
+        if len(self.owners) < _MAX_SCOPES:
+            self.owners[id(scope)] = (scope, owned)  # the scope itself is kept: its id stays its own
+        return owned, None
 
     def context_for_node(self, node: Any) -> Context:
         """The context a nested run started from inside ``node``'s step should use as parent."""
