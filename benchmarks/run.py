@@ -624,6 +624,76 @@ def run_scale(folder: Path, save: dict[str, Any], rounds: int, mem_runs: int) ->
 # ------------------------------------------------------------------------------------- main
 
 
+# ------------------------------------------------------------------------------------- instructions
+
+INSTR_VARIANTS = ("bare", "floor", "floor_spans", "plugin", "spans_only", "untraced")
+INSTR_WARMUP = 5
+INSTR_RUNS = (4, 12)
+
+
+def _callgrind_total(variant: str, runs: int, plan_path: Path) -> subprocess.Popen[str]:
+    cmd = [
+        "valgrind",
+        "--tool=callgrind",
+        "--callgrind-out-file=/dev/null",
+        sys.executable,
+        str(WORKER),
+        "runs",
+        "--variant",
+        variant,
+        "--runs",
+        str(runs),
+        "--warmup",
+        str(INSTR_WARMUP),
+        "--plan",
+        str(plan_path),
+    ]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+
+
+def _collected(proc: subprocess.Popen[str]) -> int:
+    _, stderr = proc.communicate()
+    for line in stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.rsplit(":", 1)[1].strip())
+    raise WorkerError(f"callgrind printed no total (exit {proc.returncode}): {stderr[-800:]}")
+
+
+def run_instructions(folder: Path) -> None:
+    """Instructions per run of each variant, counted by callgrind: the same for the same code
+    whatever else the machine does, so small differences are visible where CPU time is noise.
+
+    Each variant runs twice (``INSTR_RUNS`` runs after the same warm-up); the difference of the
+    two totals, divided by the difference of the run counts, is one run's instructions, with
+    start-up, imports and warm-up cancelled out. Two processes at a time (one per core).
+    """
+    if shutil.which("valgrind") is None:
+        out("instructions: valgrind is not installed here (its callgrind tool counts instructions)")
+        return
+    out("instructions per run (callgrind; same code, same count on any load), side by side:")
+    plan_path = capture(folder, 20)
+    per_run: dict[str, float] = {}
+    low, high = INSTR_RUNS
+    for variant in INSTR_VARIANTS:
+        log(f"  callgrind: {variant} ({low} and {high} runs)")
+        procs = [_callgrind_total(variant, n, plan_path) for n in (low, high)]
+        a, b = (_collected(p) for p in procs)
+        per_run[variant] = (b - a) / (high - low)
+    bare = per_run["bare"]
+    out(f"  {'variant':<14}{'instructions/run':>18}{'over bare':>11}")
+    for variant, count in per_run.items():
+        over = "" if variant == "bare" else pct(count / bare - 1)
+        out(f"  {variant:<14}{count / 1e6:>16.2f} M{over:>11}")
+    vs_floor = (per_run["plugin"] - bare) / (per_run["floor"] - bare)
+    spans_vs_floor = (per_run["spans_only"] - bare) / (per_run["floor_spans"] - bare)
+    untraced = per_run["untraced"] / bare - 1
+    out()
+    out(
+        f"instructions: overhead_vs_floor={vs_floor:.2f}x spans_only_vs_floor={spans_vs_floor:.2f}x "
+        f"untraced={untraced * 100:+.2f}%"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a ~30 s run: fewer rounds and runs")
@@ -638,6 +708,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-093", action="store_true", help="skip the flowra 0.0.93 comparison")
     parser.add_argument("--profile", action="store_true", help="also print a cProfile of the plugin run")
     parser.add_argument("--save", action="store_true", help="write raw results to benchmarks/results/")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="instructions per run under callgrind (deterministic on a noisy machine; ~15 min)",
+    )
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
     overrides: dict[str, Any] = {}
@@ -660,6 +735,10 @@ def main(argv: list[str] | None = None) -> int:
     saved: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="flowra-otel-bench-") as tmp:
         folder = Path(tmp)
+        if args.instructions:
+            run_instructions(folder)
+            out(f"({time.perf_counter() - started:.0f}s)")
+            return 0
         if args.scale:
             run_scale(folder, saved, args.rounds or SCALE_ROUNDS, args.mem_runs or SCALE_MEM_RUNS)
             if args.save:

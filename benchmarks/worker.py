@@ -249,6 +249,20 @@ async def serve(
     }
 
 
+async def plain_runs(variant: str, runs: int, warmup: int, iterations: int, plan_path: str | None) -> dict[str, Any]:
+    """Set ``variant`` up, warm it up, then make ``runs`` runs and flush: nothing timed. Run under
+    an instruction counter twice (two run counts), the difference is the instructions per run."""
+    setup = await make_setup(variant, iterations, 1, load_plan(plan_path))
+    for _ in range(warmup):
+        await setup.run()
+    setup.flush()
+    gc.collect()
+    for _ in range(runs):
+        await setup.run()
+    setup.flush()
+    return {"variant": variant, "runs": runs}
+
+
 def _reply(data: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(data) + "\n")
     sys.stdout.flush()
@@ -399,7 +413,7 @@ async def capture_plan(iterations: int, out: str) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=("capture", "serve", "memory", "profile"))
+    parser.add_argument("mode", choices=("capture", "serve", "memory", "profile", "runs"))
     parser.add_argument("--variants", default="bare", help="comma-separated, for time")
     parser.add_argument("--variant", choices=VARIANTS, default="plugin", help="for memory and profile")
     parser.add_argument("--plan", help="the floor's plan, made by capture")
@@ -422,6 +436,8 @@ def main(argv: list[str] | None = None) -> None:
         if unknown:
             parser.error(f"unknown variants {unknown}")
         result = asyncio.run(serve(variants, args.warmup, args.block, args.iterations, args.concurrency, args.plan))
+    elif args.mode == "runs":
+        result = asyncio.run(plain_runs(args.variant, args.runs, args.warmup, args.iterations, args.plan))
     elif args.mode == "memory":
         result = asyncio.run(memory_runs(args.variant, args.runs, args.warmup, args.iterations, args.plan))
     else:
