@@ -109,25 +109,27 @@ def _patched_run(original: Any, *, resume: bool) -> Any:
 # ---------------------------------------------------------------------------------- engine step
 def _patched_execute_node(original: Any) -> Any:
     @functools.wraps(original)
-    def execute_node(*args: Any, **kwargs: Any) -> Any:
-        """Not ``async``: a step nothing traces yet gets flowra's own coroutine, untouched."""
+    def execute_node(node: Any) -> Any:
+        """Not ``async``: a step nothing traces yet gets flowra's own coroutine, untouched.
+
+        ``__execute_node(node)`` has this one parameter in every flowra from 0.0.3 to 0.0.8
+        (an exact signature: no argument packing on a path taken for every step)."""
         book = _CURRENT_BOOK.get()
         if book is None or book.closed:
-            return original(*args, **kwargs)
-        node = args[0] if args else kwargs.get("node")
+            return original(node)
         try:
             wanted, tool_context = book.step_needs(node)
         except Exception:
             logger.exception("flowra_otel: could not look up the spans of a step")
-            return original(*args, **kwargs)
+            return original(node)
         if not wanted:
-            return original(*args, **kwargs)
-        return _traced_step(book, node, tool_context, original, args, kwargs)
+            return original(node)
+        return _traced_step(book, node, tool_context, original)
 
     return execute_node
 
 
-async def _traced_step(book: SpanBook, node: Any, tool_context: Any, original: Any, args: Any, kwargs: Any) -> Any:
+async def _traced_step(book: SpanBook, node: Any, tool_context: Any, original: Any) -> Any:
     # Runs inside the step's own task (the engine wraps this coroutine in a task), so the step
     # scope set here is seen by exactly this step's events.
     step = StepScope(book, node)
@@ -136,7 +138,7 @@ async def _traced_step(book: SpanBook, node: Any, tool_context: Any, original: A
     # (an HTTP client, a database driver) nest under it. Attached and detached in this task.
     ctx_token = otel_context.attach(tool_context) if tool_context is not None else None
     try:
-        result = await original(*args, **kwargs)
+        result = await original(node)
     except BaseException as exc:
         _step_ended(book, step, None, exc)
         raise
@@ -196,12 +198,15 @@ def _adopted_step_done(step: StepScope, task: asyncio.Task[Any]) -> None:
 # ---------------------------------------------------------------------------------- emit
 def _patched_emit(original: Any) -> Any:
     @functools.wraps(original)
-    def emit(self: Any, data: Any, *args: Any, **kwargs: Any) -> Any:
-        """Not ``async``: events the plugin does not trace get flowra's own coroutine, untouched."""
+    def emit(self: Any, data: Any) -> Any:
+        """Not ``async``: events the plugin does not trace get flowra's own coroutine, untouched.
+
+        ``emit(self, data)`` is flowra's exact signature in 0.0.3 - 0.0.8 (no argument packing on
+        a path taken for every event)."""
         book = _CURRENT_BOOK.get()
         cls = type(data)
-        if book is None or cls not in INTERESTING_EVENTS or book.closed or args or kwargs:
-            return original(self, data, *args, **kwargs)
+        if book is None or cls not in INTERESTING_EVENTS or book.closed:
+            return original(self, data)
         step = _CURRENT_STEP.get()
         if step is not None and step.book is book:
             if cls in DELTA_EVENT_TYPES:
