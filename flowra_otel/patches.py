@@ -2,12 +2,13 @@
 
 1. ``Engine.__execute_node`` (one task per node per step): a ``StepScope`` for the duration of the
    step, so every event knows its place in flowra's execution tree, and the book learns how the
-   step ended (returned, spawned tool calls, interrupted, raised). Only steps of nodes the run
-   already traces (a tool loop with an ``invoke_agent`` span, a tool call with an ``execute_tool``
-   span) get a wrapper; any other step runs as flowra's own coroutine, and is *adopted* the moment
-   something in it needs tracing (an event an ``OtelHooks`` can see, a provider call on a registry
-   with one, a nested run): the node is read off the step's task, the scope set in that task, and
-   the step's end reported by a done callback. So a run nothing traces pays no wrapper at all,
+   step ended (returned, spawned tool calls, interrupted, raised). Only steps that need it from
+   their start get a wrapper (``SpanBook.step_needs``: a tool loop with an ``invoke_agent`` span,
+   a tool call with an ``execute_tool`` span, an agent whose registry carries an ``OtelHooks``);
+   any other step runs as flowra's own coroutine, and is *adopted* the moment an event in it
+   turns out to be traced: the node is read off the step's task, the scope set in that task, and
+   the step's end reported by a done callback (a nested run started there reads its parent's
+   node the same way). So a run nothing traces pays no wrapper at all,
    and a registry (with its ``OtelHooks``) created at any point inside a run is traced from its
    first event.
 2. ``HookRegistry.emit``: lets the run's ``SpanBook`` finish an event after *all* handlers,
