@@ -246,9 +246,10 @@ class AgentInvocation:
             # Phoenix does not add the run's total to the sum of its LLM calls a second time.
             span.set_attributes(dict.fromkeys(semconv.OI_TOKEN_COUNT_KEYS, 0))
         content = self.content
-        record_end(
-            span, error=error, reason=reason, render=content.text if content is not None else None, classify=True
-        )
+        if error is not None or reason is not None:
+            record_end(
+                span, error=error, reason=reason, render=content.text if content is not None else None, classify=True
+            )
 
     def _record_output(self, result: Any) -> None:
         content = self.content

@@ -230,9 +230,10 @@ class ChatInvocation:
                 )
         if self.first_chunk_ns is not None:
             span.set_attribute(semconv.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, (self.first_chunk_ns - self.start_ns) / 1e9)
-        record_end(
-            span, error=error, reason=reason, render=content.text if content is not None else None, classify=True
-        )
+        if error is not None or reason is not None:
+            record_end(
+                span, error=error, reason=reason, render=content.text if content is not None else None, classify=True
+            )
 
     def _metric_attributes(self) -> ChatMetricAttributes:
         return self.owner.instruments.chat_attributes(self.provider, self.model, self.agent_name, self.metric_extra)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from opentelemetry import metrics as otel_metrics
 from opentelemetry import trace
@@ -80,7 +80,7 @@ class OtelHooks:
             under 16 bytes, an unknown secret pattern, bad or too many metric metadata keys).
     """
 
-    __slots__ = ("_auto", "_disabled", "_instruments", "_options", "_tracer")
+    __slots__ = ("_auto", "_disabled", "instruments", "options", "tracer")
 
     def __init__(
         self,
@@ -112,7 +112,7 @@ class OtelHooks:
         if validate_bool_or_none("openinference", openinference) is None:
             msg = "openinference must be True or False, got None"
             raise TypeError(msg)
-        self._options = TraceOptions(
+        self.options: Final[TraceOptions] = TraceOptions(
             capture_content=capture if capture is not None else capture_content_from_env(),
             agent_name=validate_override("agent_name", agent_name),
             provider_name=validate_override("provider_name", provider_name),
@@ -123,7 +123,7 @@ class OtelHooks:
             openinference=openinference,
             metric_metadata_keys=validate_metric_metadata_keys(metric_attributes_from_metadata),
         )
-        self._tracer: Tracer = trace.get_tracer(
+        self.tracer: Final[Tracer] = trace.get_tracer(
             semconv.INSTRUMENTATION_NAME, __version__, tracer_provider, schema_url=semconv.SCHEMA_URL
         )
         meter: Meter = otel_metrics.get_meter(
@@ -132,7 +132,9 @@ class OtelHooks:
             meter_provider if record_metrics else NoOpMeterProvider(),
             schema_url=semconv.SCHEMA_URL,
         )
-        self._instruments = Instruments(meter, enabled=record_metrics)
+        self.instruments: Final[Instruments] = Instruments(meter, enabled=record_metrics)
+        # tracer, instruments and options are plain read-only (Final) attributes, not properties:
+        # the invocation objects read them for every span and metric record.
         self._auto = False  # True only for the zero-code instrumentor's instance
         # Explicit no-op providers for both signals: nothing could ever be recorded, so subscribe
         # to nothing and patch nothing (tracing "off" then costs nothing). The global providers
@@ -142,18 +144,6 @@ class OtelHooks:
         )
         if not self._disabled:
             patches.install()
-
-    @property
-    def tracer(self) -> Tracer:
-        return self._tracer
-
-    @property
-    def instruments(self) -> Instruments:
-        return self._instruments
-
-    @property
-    def options(self) -> TraceOptions:
-        return self._options
 
     def register_hooks(self, registry: HookRegistry) -> None:
         """``HookProvider`` protocol: subscribe to the tool-loop events on ``registry``.
@@ -199,7 +189,7 @@ class OtelHooks:
             logger.exception("flowra_otel: internal error handling %s; the agent is unaffected", type(event.data))
 
     def __repr__(self) -> str:
-        return f"OtelHooks(capture_content={self._options.capture_content})"
+        return f"OtelHooks(capture_content={self.options.capture_content})"
 
 
 registry_view.PLUGIN_HANDLERS.add(OtelHooks._on_event)

@@ -40,7 +40,16 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 from . import durable
-from ._flowra import EXECUTE_NODE, AgentRuntime, Engine, HookRegistry, LLMProvider, node_of_step_task, runtime_storage
+from ._flowra import (
+    EXECUTE_NODE,
+    AgentRuntime,
+    Engine,
+    HookRegistry,
+    LLMProvider,
+    handler_map,
+    node_of_step_task,
+    runtime_storage,
+)
 from .registry_view import may_be_traced
 from .safety import guarded
 from .span_book import DELTA_EVENT_TYPES, INTERESTING_EVENTS, SpanBook
@@ -118,6 +127,8 @@ def _patched_execute_node(original: Any) -> Any:
         book = _CURRENT_BOOK.get()
         if book is None or book.closed:
             return original(node)
+        if id(node) in book.agents:  # a tool loop this run traces: the common case, inline
+            return _traced_step(book, node, None, original)
         try:
             wanted, tool_context = book.step_needs(node)
         except Exception:
@@ -141,7 +152,10 @@ async def _traced_step(book: SpanBook, node: Any, tool_context: Any, original: A
     try:
         result = await original(node)
     except BaseException as exc:
-        _step_ended(book, step, None, exc)
+        try:
+            book.step_ended(step, None, exc)
+        except Exception:
+            logger.exception("flowra_otel: internal error at the end of a step; the agent is unaffected")
         raise
     finally:
         if step.token is not None:
@@ -149,7 +163,10 @@ async def _traced_step(book: SpanBook, node: Any, tool_context: Any, original: A
         if ctx_token is not None:
             otel_context.detach(ctx_token)
         _CURRENT_STEP.reset(step_token)
-    _step_ended(book, step, result, None)
+    try:
+        book.step_ended(step, result, None)
+    except Exception:
+        logger.exception("flowra_otel: internal error at the end of a step; the agent is unaffected")
     return result
 
 
@@ -216,8 +233,11 @@ def _patched_emit(original: Any) -> Any:
             # The book runs the handler loop itself: an event no OtelHooks sees (directly or through
             # propagate_to) leaves no trace but a frame, popped when its handlers have run.
             return book.emit(step, original, self, data)
-        # No scope: a step nothing traced when it started, or no engine step at all.
-        if cls in DELTA_EVENT_TYPES or not may_be_traced(self, cls):
+        # No scope: a step nothing traced when it started, or no engine step at all. An event with
+        # no handler at all on a plain registry is the common case of a run nothing traces.
+        if cls in DELTA_EVENT_TYPES or (type(self) is HookRegistry and not handler_map(self).get(cls)):
+            return original(self, data)
+        if not may_be_traced(self, cls):
             return original(self, data)  # no OtelHooks can see it: nothing to finish after the hooks
         try:
             step = _adopt_step(book)

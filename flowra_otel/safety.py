@@ -45,6 +45,8 @@ def changed(new: Any, old: Any) -> bool:
 
 def safe_str(value: object) -> str:
     """``str(value)`` that never raises (a ``__str__`` may), UTF-8 encodable."""
+    if type(value) is str and value.isascii():  # the common case, no further call
+        return value
     try:
         text = value if isinstance(value, str) else str(value)
     except Exception:
