@@ -26,7 +26,7 @@ import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -39,6 +39,7 @@ from ._flowra import (
     INTERRUPT_EXCEPTIONS,
     INTERRUPTED_TYPE,
     SPAN_EVENTS,
+    SPAWN_TYPE,
     Event,
     HookRegistry,
     ToolLoopResult,
@@ -76,6 +77,8 @@ INTERESTING_EVENTS = _TRACED | DELTA_EVENT_TYPES
 
 type Emit = Callable[[Any, Any], Awaitable[Any]]
 
+_INTERNAL: Final = "flowra_otel: internal error handling %s; the agent is unaffected"
+
 _MAX_SCOPES = 256
 """Engine scopes whose OtelHooks ownership one run remembers (beyond that, it is read per step)."""
 
@@ -96,7 +99,9 @@ class SpanBook:
         self.interrupted = False  # a step raised flowra's interrupt (0.0.7 then ends the whole run)
 
     # ------------------------------------------------------------------ emit (patched)
-    async def emit(self, step: StepScope, original: Emit, registry: Any, data: Any) -> Any:
+    async def emit(  # noqa: PLR0915 - one coroutine per event: the loop and its bookkeeping, inline
+        self, step: StepScope, original: Emit, registry: Any, data: Any
+    ) -> Any:
         """flowra's ``emit``, run here, and for the outermost emit of a traced event, finished after.
 
         One coroutine per event: for a plain ``HookRegistry`` the handler loop is flowra's own
@@ -110,7 +115,7 @@ class SpanBook:
         outer = not frames or type(frames[-1].data) is not cls
         if outer:
             frame = EmitFrame(data, registry)
-            if cls is events.AfterLLMCallEvent:
+            if cls is events.AfterLLMCallEvent and step.token is not None:
                 step.detach()  # the provider call returned: its chat span is no longer current
             field = LEDGER_FIELDS.get(cls)
             if field is not None:
@@ -144,14 +149,20 @@ class SpanBook:
             if outer:
                 frames.pop()
                 if frame.owner is not None:
-                    self._finish_guarded(step, frame, exc)
+                    try:
+                        self._finish(step, frame, exc)
+                    except Exception:
+                        logger.exception(_INTERNAL, cls.__name__)
             raise
         if not outer:
             return result
         frames.pop()
         if frame.owner is not None:
             frame.data = result  # a handler may have replaced the event object itself
-            self._finish_guarded(step, frame, None)
+            try:
+                self._finish(step, frame, None)
+            except Exception:
+                logger.exception(_INTERNAL, cls.__name__)
             if self.run.persist_pending:
                 await self.run.persist()
         return result
@@ -170,14 +181,6 @@ class SpanBook:
             frames[-1].hook_context = hook_context
 
     # ------------------------------------------------------------------ events
-    def _finish_guarded(self, step: StepScope, frame: EmitFrame, exc: BaseException | None) -> None:
-        try:
-            self._finish(step, frame, exc)
-        except Exception:
-            logger.exception(
-                "flowra_otel: internal error handling %s; the agent is unaffected", type(frame.data).__name__
-            )
-
     def _finish(self, step: StepScope, frame: EmitFrame, exc: BaseException | None) -> None:
         """Every handler of a traced event has run (or one raised ``exc``): act on it, once.
 
@@ -325,9 +328,8 @@ class SpanBook:
         if exc is None:
             if agent is None:
                 return
-            tool_uses = spawned_tool_uses(result)
-            if tool_uses is not None:
-                agent.tools_spawned(tool_uses)
+            if isinstance(result, SPAWN_TYPE):
+                agent.tools_spawned(spawned_tool_uses(result) or [])
             elif isinstance(result, CONTINUATION_TYPES):
                 return
             elif INTERRUPTED_TYPE is not None and isinstance(result, INTERRUPTED_TYPE):
