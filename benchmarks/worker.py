@@ -119,16 +119,17 @@ def flowra_fingerprint() -> dict[str, int]:
 
 
 def _runner(runtime: Any, concurrency: int, begin: Callable[[], None] | None) -> RunFn:
-    async def one() -> object:
+    async def one(storage_key: str | None = None) -> object:
         if begin is not None:
             begin()
-        return await workload.run_once(runtime)
+        return await workload.run_once(runtime, storage_key)
 
     if concurrency == 1:
         return one
 
     async def many() -> object:
-        return await asyncio.gather(*(one() for _ in range(concurrency)))
+        # Concurrent runs on one runtime need distinct storage keys (flowra refuses a second "root").
+        return await asyncio.gather(*(one(f"run-{i}") for i in range(concurrency)))
 
     return many
 

@@ -99,8 +99,10 @@ async def build_runtime(hooks: HookRegistry, iterations: int = ITERATIONS) -> Ag
     )
 
 
-async def run_once(runtime: AgentRuntime) -> object:
-    return await runtime.run(agent=AGENT, spec=ToolLoopSpec(user_message=USER_MESSAGE))
+async def run_once(runtime: AgentRuntime, storage_key: str | None = None) -> object:
+    """One run; concurrent runs on one runtime need distinct storage keys (flowra refuses a
+    second live ``"root"``)."""
+    return await runtime.run(agent=AGENT, spec=ToolLoopSpec(user_message=USER_MESSAGE), storage_key=storage_key)
 
 
 def spans_per_run(iterations: int) -> int:
