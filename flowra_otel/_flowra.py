@@ -162,17 +162,20 @@ def node_of_step_task(task: Any) -> Any:
     return frame.f_locals.get("node") if frame is not None else None
 
 
-handler_map: Final[Callable[[Any], dict[type[Any], list[Any]]]] = operator.attrgetter("_HookRegistry__handlers")
+_HANDLERS: Final = "_HookRegistry__handlers"
+_CONTEXT: Final = "_HookRegistry__context"
+
+handler_map: Final[Callable[[Any], dict[type[Any], list[Any]]]] = operator.attrgetter(_HANDLERS)
 """A plain ``HookRegistry``'s handler lists by event type (flowra's own dict, live): the hot path's
 C-level accessor, for registries whose type is exactly ``HookRegistry`` (0.0.3 - 0.0.8 slots)."""
 
-context_of_registry: Final[Callable[[Any], Any]] = operator.attrgetter("_HookRegistry__context")
+context_of_registry: Final[Callable[[Any], Any]] = operator.attrgetter(_CONTEXT)
 """A plain ``HookRegistry``'s ``HookContext`` (or None): what its ``emit`` stamps on events."""
 
 
 def registry_handlers(registry: Any, event_type: type[Any]) -> list[Any] | None:
     """The live handler list of ``registry`` for ``event_type`` (flowra's own list, not a copy)."""
-    handlers = getattr(registry, "_HookRegistry__handlers", None)
+    handlers = getattr(registry, _HANDLERS, None)
     return handlers.get(event_type) if isinstance(handlers, dict) else None
 
 
@@ -189,7 +192,7 @@ def forward_target(handler: Any) -> Any:
 
 def registry_context(registry: Any) -> Any:
     """The ``HookContext`` a registry stamps on the events it emits (None when it has none)."""
-    return getattr(registry, "_HookRegistry__context", None)
+    return getattr(registry, _CONTEXT, None)
 
 
 def runtime_storage(runtime: Any) -> Any:

@@ -68,15 +68,10 @@ class TokenUsage:
         if usage is None:
             return None
         totals = cls()
-        # ``x if type(x) is int else safe_int(x)``: flowra's own ints skip the conversion call.
-        read = getattr(usage, "cache_read_input_tokens", 0)
-        creation = getattr(usage, "cache_creation_input_tokens", 0)
-        fresh = getattr(usage, "input_tokens", 0)
-        output = getattr(usage, "output_tokens", 0)
-        totals.cache_read = read if type(read) is int else safe_int(read)
-        totals.cache_creation = creation if type(creation) is int else safe_int(creation)
-        totals.input = (fresh if type(fresh) is int else safe_int(fresh)) + totals.cache_read + totals.cache_creation
-        totals.output = output if type(output) is int else safe_int(output)
+        totals.cache_read = safe_int(getattr(usage, "cache_read_input_tokens", 0))
+        totals.cache_creation = safe_int(getattr(usage, "cache_creation_input_tokens", 0))
+        totals.input = safe_int(getattr(usage, "input_tokens", 0)) + totals.cache_read + totals.cache_creation
+        totals.output = safe_int(getattr(usage, "output_tokens", 0))
         totals.cost_usd = safe_float(getattr(usage, "cost_usd", None))
         return totals
 

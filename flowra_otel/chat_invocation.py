@@ -28,7 +28,7 @@ from .attributes import TokenUsage
 from .content import ContentRenderer
 from .errors import end_metric_error, record_end
 from .instruments import ChatMetricAttributes
-from .safety import safe_str, utf8_safe
+from .safety import guarded, safe_str, utf8_safe
 
 if TYPE_CHECKING:
     from .hooks import OtelHooks
@@ -207,10 +207,7 @@ class ChatInvocation:
         finally:
             self.span.end(end_time=end_ns)
         if self.owner.instruments.enabled:
-            try:
-                self._record_metrics(end_ns, metric_error, usage)
-            except Exception:
-                logger.exception("flowra_otel: could not record the metrics of a chat span")
+            guarded(self._record_metrics, end_ns, metric_error, usage)
         return usage
 
     def _apply_finish(

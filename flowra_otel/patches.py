@@ -46,7 +46,6 @@ from ._flowra import (
     Engine,
     HookRegistry,
     LLMProvider,
-    handler_map,
     node_of_step_task,
     runtime_storage,
 )
@@ -152,10 +151,7 @@ async def _traced_step(book: SpanBook, node: Any, tool_context: Any, original: A
     try:
         result = await original(node)
     except BaseException as exc:
-        try:
-            book.step_ended(step, None, exc)
-        except Exception:
-            logger.exception("flowra_otel: internal error at the end of a step; the agent is unaffected")
+        book.step_ended(step, None, exc)  # never raises
         raise
     finally:
         if step.token is not None:
@@ -163,18 +159,8 @@ async def _traced_step(book: SpanBook, node: Any, tool_context: Any, original: A
         if ctx_token is not None:
             otel_context.detach(ctx_token)
         _CURRENT_STEP.reset(step_token)
-    try:
-        book.step_ended(step, result, None)
-    except Exception:
-        logger.exception("flowra_otel: internal error at the end of a step; the agent is unaffected")
+    book.step_ended(step, result, None)
     return result
-
-
-def _step_ended(book: SpanBook, step: StepScope, result: Any, exc: BaseException | None) -> None:
-    try:
-        book.step_ended(step, result, exc)
-    except Exception:
-        logger.exception("flowra_otel: internal error at the end of a step; the agent is unaffected")
 
 
 def _node_of_current_step() -> Any:
@@ -207,10 +193,10 @@ def _adopt_step(book: SpanBook, node: Any = None) -> StepScope | None:
 
 def _adopted_step_done(step: StepScope, task: asyncio.Task[Any]) -> None:
     if task.cancelled():
-        _step_ended(step.book, step, None, asyncio.CancelledError())
+        step.book.step_ended(step, None, asyncio.CancelledError())
         return
     exc = task.exception()
-    _step_ended(step.book, step, task.result() if exc is None else None, exc)
+    step.book.step_ended(step, task.result() if exc is None else None, exc)
 
 
 # ---------------------------------------------------------------------------------- emit
@@ -233,11 +219,8 @@ def _patched_emit(original: Any) -> Any:
             # The book runs the handler loop itself: an event no OtelHooks sees (directly or through
             # propagate_to) leaves no trace but a frame, popped when its handlers have run.
             return book.emit(step, original, self, data)
-        # No scope: a step nothing traced when it started, or no engine step at all. An event with
-        # no handler at all on a plain registry is the common case of a run nothing traces.
-        if cls in DELTA_EVENT_TYPES or (type(self) is HookRegistry and not handler_map(self).get(cls)):
-            return original(self, data)
-        if not may_be_traced(self, cls):
+        # No scope: a step nothing traced when it started, or no engine step at all.
+        if cls in DELTA_EVENT_TYPES or not may_be_traced(self, cls):
             return original(self, data)  # no OtelHooks can see it: nothing to finish after the hooks
         try:
             step = _adopt_step(book)

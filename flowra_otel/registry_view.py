@@ -27,8 +27,9 @@ def may_be_traced(registry: Any, event_type: type[Any], depth: int = 0) -> bool:
     """Whether an ``OtelHooks`` can see this event on ``registry``: one of its handlers, or a
     ``propagate_to`` forwarder to a registry where one can. Events no ``OtelHooks`` can see go
     straight to flowra's own emit."""
-    handlers = handler_map(registry).get(event_type) if type(registry) is HookRegistry else None
-    if handlers is None and type(registry) is not HookRegistry:
+    if type(registry) is HookRegistry:
+        handlers = handler_map(registry).get(event_type)
+    else:
         handlers = registry_handlers(registry, event_type)
     for handler in handlers or ():
         if is_plugin_handler(handler):

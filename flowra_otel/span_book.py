@@ -26,7 +26,7 @@ import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -77,8 +77,6 @@ INTERESTING_EVENTS = _TRACED | DELTA_EVENT_TYPES
 
 type Emit = Callable[[Any, Any], Awaitable[Any]]
 
-_INTERNAL: Final = "flowra_otel: internal error handling %s; the agent is unaffected"
-
 _MAX_SCOPES = 256
 """Engine scopes whose OtelHooks ownership one run remembers (beyond that, it is read per step)."""
 
@@ -99,9 +97,7 @@ class SpanBook:
         self.interrupted = False  # a step raised flowra's interrupt (0.0.7 then ends the whole run)
 
     # ------------------------------------------------------------------ emit (patched)
-    async def emit(  # noqa: PLR0915 - one coroutine per event: the loop and its bookkeeping, inline
-        self, step: StepScope, original: Emit, registry: Any, data: Any
-    ) -> Any:
+    async def emit(self, step: StepScope, original: Emit, registry: Any, data: Any) -> Any:
         """flowra's ``emit``, run here, and for the outermost emit of a traced event, finished after.
 
         One coroutine per event: for a plain ``HookRegistry`` the handler loop is flowra's own
@@ -149,20 +145,14 @@ class SpanBook:
             if outer:
                 frames.pop()
                 if frame.owner is not None:
-                    try:
-                        self._finish(step, frame, exc)
-                    except Exception:
-                        logger.exception(_INTERNAL, cls.__name__)
+                    self._finish(step, frame, exc)
             raise
         if not outer:
             return result
         frames.pop()
         if frame.owner is not None:
             frame.data = result  # a handler may have replaced the event object itself
-            try:
-                self._finish(step, frame, None)
-            except Exception:
-                logger.exception(_INTERNAL, cls.__name__)
+            self._finish(step, frame, None)
             if self.run.persist_pending:
                 await self.run.persist()
         return result
@@ -182,87 +172,99 @@ class SpanBook:
 
     # ------------------------------------------------------------------ events
     def _finish(self, step: StepScope, frame: EmitFrame, exc: BaseException | None) -> None:
-        """Every handler of a traced event has run (or one raised ``exc``): act on it, once.
+        """Every handler of a traced event has run (or one raised ``exc``): act on it, once. Never
+        raises: an internal error is logged, the agent is unaffected.
 
         Spans start here too, at the time the event was emitted (``frame.start_ns``), with the
         values every hook left: the request that is sent, the tool call that runs.
         """
-        node = step.node
-        if node is None or self.closed:
-            return
-        owner = frame.owner
-        assert owner is not None
-        agent = self.agents.get(id(node))
-        if agent is None:
-            agent = self._start_agent(node, frame, owner)
-        data = frame.data
-        cls = type(data)
-        if cls is events.AfterLLMCallEvent:
-            chat = agent.chat
-            if chat is not None:
+        try:
+            node = step.node
+            if node is None or self.closed:
+                return
+            owner = frame.owner
+            assert owner is not None
+            agent = self.agents.get(id(node))
+            if agent is None:
+                agent = self._start_agent(node, frame, owner)
+            data = frame.data
+            cls = type(data)
+            if cls is events.AfterLLMCallEvent:
+                chat = agent.chat
+                if chat is not None:
+                    if exc is not None:
+                        agent.end_chat(exc)
+                    else:
+                        chat.respond(data.response, frame.start_ns)
+            elif cls is events.BeforeLLMCallEvent:
+                request = data.request
+                chat = ChatInvocation(
+                    owner,
+                    agent.context,
+                    request,
+                    stamp=self.run.stamp(owner),
+                    streaming=is_streaming(frame.registry),
+                    start_ns=frame.start_ns,
+                    content=agent.content,
+                    agent_name=agent.name,
+                    provider_class=agent.provider_class,
+                    metric_extra=self.run.metric_extra,
+                    shapes=agent.chat_shapes,
+                )
+                agent.chat_started(chat, request)
                 if exc is not None:
                     agent.end_chat(exc)
-                else:
-                    chat.respond(data.response, frame.start_ns)
-        elif cls is events.BeforeLLMCallEvent:
-            request = data.request
-            chat = ChatInvocation(
-                owner,
-                agent.context,
-                request,
-                stamp=self.run.stamp(owner),
-                streaming=is_streaming(frame.registry),
-                start_ns=frame.start_ns,
-                content=agent.content,
-                agent_name=agent.name,
-                provider_class=agent.provider_class,
-                metric_extra=self.run.metric_extra,
-                shapes=agent.chat_shapes,
-            )
-            agent.chat_started(chat, request)
-            if exc is not None:
-                agent.end_chat(exc)
-                return
-            if chat.content is not None:
-                chat.record_request(request)
+                    return
+                chat.record_request(request)  # content capture only
                 agent.record_system(request)
-            step.attach(chat.span)
-        elif cls is events.BeforeToolCallEvent:
-            tracker = frame.tracker
-            original = tracker.initial if tracker is not None else data.tool_use
-            tool = ToolInvocation(
-                owner,
-                agent.context,
-                original,
-                data.tool_use,
-                agent_name=agent.name,
-                stamp=self.run.stamp(owner),
-                start_ns=frame.start_ns,
-                content=agent.content,
-                offered=agent.tool_descriptions,
-                metric_extra=self.run.metric_extra,
-                shapes=agent.tool_shapes,
+                step.attach(chat.span)
+            elif cls is events.BeforeToolCallEvent:
+                self._tool_announced(agent, owner, frame, exc)
+            elif cls is events.AfterToolCallEvent:
+                called = agent.tool_for_result(data.tool_use)
+                if called is not None:
+                    if exc is not None:
+                        called.fail(exc)
+                    else:
+                        tracker = frame.tracker
+                        called.stop(data.result, tracker.change if tracker is not None else None)
+            elif cls is events.UserMessageEvent:
+                if exc is None:
+                    agent.record_input(data.messages)
+            elif cls is events.MessageAcceptedEvent:
+                self.run.accept_metadata(owner, data.metadata or {}, self._open_spans())
+        except Exception:
+            logger.exception(
+                "flowra_otel: internal error handling %s; the agent is unaffected", type(frame.data).__name__
             )
-            agent.tool_announced(tool)
-            if exc is not None:
-                tool.fail(exc)
-                return
-            tool.called(tracker.change if tracker is not None else None)
-            if agent.chat is not None:  # the response's block -> the tool use that runs
-                agent.chat.tool_uses[id(original)] = data.tool_use
-        elif cls is events.AfterToolCallEvent:
-            called = agent.tool_for_result(data.tool_use)
-            if called is not None:
-                if exc is not None:
-                    called.fail(exc)
-                else:
-                    tracker = frame.tracker
-                    called.stop(data.result, tracker.change if tracker is not None else None)
-        elif cls is events.UserMessageEvent:
-            if exc is None:
-                agent.record_input(data.messages)
-        elif cls is events.MessageAcceptedEvent:
-            self.run.accept_metadata(owner, data.metadata or {}, self._open_spans())
+
+    def _tool_announced(
+        self, agent: AgentInvocation, owner: OtelHooks, frame: EmitFrame, exc: BaseException | None
+    ) -> None:
+        """BeforeToolCallEvent, after its hooks: the ``execute_tool`` span of the call that runs."""
+        data = frame.data
+        tracker = frame.tracker
+        original = tracker.initial if tracker is not None else data.tool_use
+        tool = ToolInvocation(
+            owner,
+            agent.context,
+            original,
+            data.tool_use,
+            agent_name=agent.name,
+            stamp=self.run.stamp(owner),
+            start_ns=frame.start_ns,
+            content=agent.content,
+            offered=agent.tool_descriptions,
+            metric_extra=self.run.metric_extra,
+            shapes=agent.tool_shapes,
+        )
+        agent.tool_announced(tool)
+        if exc is not None:
+            tool.fail(exc)
+            return
+        tool.called(tracker.change if tracker is not None else None)
+        if agent.chat is not None:  # the response's block -> the tool use that runs
+            agent.chat.tool_uses[id(original)] = data.tool_use
 
     def _open_spans(self) -> Iterator[Span]:
         for agent in self.agents.values():
@@ -318,38 +320,41 @@ class SpanBook:
 
     # ------------------------------------------------------------------ engine (patched)
     def step_ended(self, step: StepScope, result: Any, exc: BaseException | None) -> None:
-        """A node's step returned or raised: end what that outcome ends."""
-        node = step.node
-        agent = self.agents.get(id(node))
-        if agent is not None and agent.chat is not None and agent.chat.response is not None:
-            # The call itself succeeded. Its output goes on the span only if every hook of this
-            # step (BeforeToolCallEvent rewrites included) ran without raising.
-            agent.end_chat(withhold_output=exc is not None)
-        if exc is None:
-            if agent is None:
-                return
-            if isinstance(result, SPAWN_TYPE):
-                agent.tools_spawned(spawned_tool_uses(result) or [])
-            elif isinstance(result, CONTINUATION_TYPES):
-                return
-            elif INTERRUPTED_TYPE is not None and isinstance(result, INTERRUPTED_TYPE):
-                self._end_agent(agent, None, reason=semconv.END_INTERRUPTED)
-            elif isinstance(result, ToolLoopResult):
-                self._end_agent(agent, None, result=result)
+        """A node's step returned or raised: end what that outcome ends. Never raises."""
+        try:
+            node = step.node
+            agent = self.agents.get(id(node))
+            if agent is not None and agent.chat is not None and agent.chat.response is not None:
+                # The call itself succeeded. Its output goes on the span only if every hook of this
+                # step (BeforeToolCallEvent rewrites included) ran without raising.
+                agent.end_chat(withhold_output=exc is not None)
+            if exc is None:
+                if agent is None:
+                    return
+                if isinstance(result, SPAWN_TYPE):
+                    agent.tools_spawned(spawned_tool_uses(result) or [])
+                elif isinstance(result, CONTINUATION_TYPES):
+                    return
+                elif INTERRUPTED_TYPE is not None and isinstance(result, INTERRUPTED_TYPE):
+                    self._end_agent(agent, None, reason=semconv.END_INTERRUPTED)
+                elif isinstance(result, ToolLoopResult):
+                    self._end_agent(agent, None, result=result)
+                else:
+                    self._end_agent(agent, None)
+            elif isinstance(exc, asyncio.CancelledError):
+                return  # the run itself is being cancelled or timed out; finish() knows which
+            elif isinstance(exc, INTERRUPT_EXCEPTIONS):  # a requested stop, not a failure
+                self.interrupted = True
+                if agent is not None:
+                    self._end_agent(agent, None, reason=semconv.END_INTERRUPTED)
+            elif agent is not None:
+                self._end_agent(agent, exc, reason=semconv.END_ERROR)
             else:
-                self._end_agent(agent, None)
-        elif isinstance(exc, asyncio.CancelledError):
-            return  # the run itself is being cancelled or timed out; finish() knows which
-        elif isinstance(exc, INTERRUPT_EXCEPTIONS):  # a requested stop, not a failure
-            self.interrupted = True
-            if agent is not None:
-                self._end_agent(agent, None, reason=semconv.END_INTERRUPTED)
-        elif agent is not None:
-            self._end_agent(agent, exc, reason=semconv.END_ERROR)
-        else:
-            tool = self._tool_of_node(node)
-            if tool is not None:
-                tool.fail(exc)
+                tool = self._tool_of_node(node)
+                if tool is not None:
+                    tool.fail(exc)
+        except Exception:
+            logger.exception("flowra_otel: internal error at the end of a step; the agent is unaffected")
 
     def _end_agent(
         self, agent: AgentInvocation, error: BaseException | None, *, reason: str | None = None, result: Any = None
@@ -419,14 +424,13 @@ class SpanBook:
         """Whether a step of ``node`` needs a scope from its start, and for a tool call, the
         context with its ``execute_tool`` span current.
 
-        A scope is needed by a tool loop this run traces (its step's end ends spans), a tool call
-        it traces (its tool runs under the span), and an agent whose registry carries an
-        ``OtelHooks`` (its direct provider calls may run in tasks of their own). Any other step
-        runs unwrapped and is adopted if an event in it turns out to be traced.
+        A scope is needed by a tool loop this run traces (its step's end ends spans: the step
+        patch checks ``agents`` itself before asking here), a tool call it traces (its tool runs
+        under the span), and an agent whose registry carries an ``OtelHooks`` (its direct
+        provider calls may run in tasks of their own). Any other step runs unwrapped and is
+        adopted if an event in it turns out to be traced.
         """
         if self.agents:
-            if id(node) in self.agents:
-                return True, None
             tool = self._tool_of_node(node)
             if tool is not None:
                 return True, trace.set_span_in_context(tool.span, self.caller_context)

@@ -143,10 +143,7 @@ class ToolInvocation:
         finally:
             self.span.end(end_time=end_ns)
         if self.owner.instruments.enabled:
-            try:
-                self._record_metrics(end_ns, error_type)
-            except Exception:
-                logger.exception("flowra_otel: could not record the metrics of a tool span")
+            guarded(self._record_metrics, end_ns, error_type)
 
     def fail(self, error: BaseException | None = None, *, reason: str | None = None, end_ns: int | None = None) -> None:
         """The call raised, or ends without a result because its agent or run does."""
