@@ -141,24 +141,26 @@ def _patched_execute_node(original: Any) -> Any:
 
 
 async def _traced_step(book: SpanBook, node: Any, tool_context: Any, original: Any) -> Any:
-    # Runs inside the step's own task (the engine wraps this coroutine in a task), so the step
-    # scope set here is seen by exactly this step's events.
+    """One step of a traced node, in the step's own task.
+
+    The engine runs every step coroutine as a task of its own (``gather``/``ensure_future`` in
+    every flowra from 0.0.3 to 0.0.8), and a task runs in a copy of the context it was created
+    in, which is dropped when the task ends. So what this sets in the context (the step scope, a
+    tool call's ``execute_tool`` span, the chat span of a provider call) is seen by exactly this
+    step and the tasks it starts, and is never reset or detached: nothing outlives the task to
+    see it, and each reset or detach would cost a context-variable write per step for nothing.
+    """
     step = StepScope(book, node)
-    step_token = _CURRENT_STEP.set(step)
+    _CURRENT_STEP.set(step)
     # A tool-call step runs with its execute_tool span current, so spans the tool itself makes
-    # (an HTTP client, a database driver) nest under it. Attached and detached in this task.
-    ctx_token = otel_context.attach(tool_context) if tool_context is not None else None
+    # (an HTTP client, a database driver) nest under it.
+    if tool_context is not None:
+        otel_context.attach(tool_context)
     try:
         result = await original(node)
     except BaseException as exc:
         book.step_ended(step, None, exc)  # never raises
         raise
-    finally:
-        if step.token is not None:
-            step.detach()  # the chat context first: it was attached last (contexts unwind in order)
-        if ctx_token is not None:
-            otel_context.detach(ctx_token)
-        _CURRENT_STEP.reset(step_token)
     book.step_ended(step, result, None)
     return result
 

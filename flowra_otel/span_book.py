@@ -81,6 +81,11 @@ _MAX_SCOPES = 256
 """Engine scopes whose OtelHooks ownership one run remembers (beyond that, it is read per step)."""
 
 
+async def _ready(data: Any) -> Any:
+    """What ``emit`` returns for an event no handler but the plugin's sees: the event itself."""
+    return data
+
+
 class SpanBook:
     """All open spans of one ``AgentRuntime.run``/``resume`` call."""
 
@@ -97,7 +102,36 @@ class SpanBook:
         self.interrupted = False  # a step raised flowra's interrupt (0.0.7 then ends the whole run)
 
     # ------------------------------------------------------------------ emit (patched)
-    async def emit(self, step: StepScope, original: Emit, registry: Any, data: Any) -> Any:
+    def emit(self, step: StepScope, original: Emit, registry: Any, data: Any) -> Awaitable[Any]:
+        """flowra's ``emit`` of an event in a traced step: the awaitable the agent awaits.
+
+        When the plugin's own handler is the only one a plain ``HookRegistry`` has for the event
+        (the common case: ``hooks.add(OtelHooks())`` and no hook of the user's on this event),
+        no handler can change the event, so it is acted on here and now, and the agent awaits a
+        coroutine that only hands the event back: no ``Event`` envelope, no handler loop, no
+        ledger tracking, exactly as flowra's own emit would behave with a handler that does
+        nothing. Any other case runs the handler loop (``_emit``).
+        """
+        frames = step.frames
+        if type(registry) is HookRegistry and (not frames or type(frames[-1].data) is not type(data)):
+            handlers = handler_map(registry).get(type(data))
+            if handlers and len(handlers) == 1 and getattr(handlers[0], "__func__", None) in PLUGIN_HANDLERS:
+                frame = EmitFrame(data, registry)
+                frame.owner = handlers[0].__self__
+                frame.hook_context = context_of_registry(registry)
+                if type(data) is events.AfterLLMCallEvent and step.token is not None:
+                    step.detach()  # the provider call returned: its chat span is no longer current
+                self._finish(step, frame, None)
+                if self.run.persist_pending:
+                    return self._persisted(data)
+                return _ready(data)
+        return self._emit(step, original, registry, data)
+
+    async def _persisted(self, data: Any) -> Any:
+        await self.run.persist()
+        return data
+
+    async def _emit(self, step: StepScope, original: Emit, registry: Any, data: Any) -> Any:
         """flowra's ``emit``, run here, and for the outermost emit of a traced event, finished after.
 
         One coroutine per event: for a plain ``HookRegistry`` the handler loop is flowra's own
