@@ -225,7 +225,7 @@ class AgentInvocation:
         finally:
             self.span.end(end_time=end_ns)
         if self.owner.instruments.enabled:
-            guarded(self._record_metrics, end_ns, metric_error)
+            self._record_metrics(end_ns, metric_error)
 
     def _apply_finish(self, error: BaseException | None, reason: str | None, result: Any) -> None:
         span = self.span
@@ -265,12 +265,16 @@ class AgentInvocation:
             )
 
     def _record_metrics(self, end_ns: int, error: Mapping[str, AttributeValue] | None) -> None:
-        self.owner.instruments.record_agent(
-            self.name,
-            next(iter(self.models)) if len(self.models) == 1 else None,
-            self.metric_extra,
-            duration_s=(end_ns - self.start_ns) / 1e9,
-            error=error,
-            inference_calls=self.llm_calls,
-            tool_calls=self.tool_calls,
-        )
+        """The agent's metric records, after its span ended. Never raises: a failed record is logged."""
+        try:
+            self.owner.instruments.record_agent(
+                self.name,
+                next(iter(self.models)) if len(self.models) == 1 else None,
+                self.metric_extra,
+                duration_s=(end_ns - self.start_ns) / 1e9,
+                error=error,
+                inference_calls=self.llm_calls,
+                tool_calls=self.tool_calls,
+            )
+        except Exception:
+            logger.exception("flowra_otel: could not record the metrics of an invoke_agent span")

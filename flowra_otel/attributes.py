@@ -11,7 +11,7 @@ from typing import Any
 from opentelemetry.util.types import AttributeValue
 
 from . import semconv
-from ._flowra import LLMRequest, LLMResponse, ToolLoopResult
+from ._flowra import LLMRequest, LLMResponse, StopReason, ToolLoopResult
 from .safety import safe_float, safe_int, safe_str, utf8_safe
 
 type Attributes = dict[str, AttributeValue]
@@ -19,8 +19,16 @@ type Attributes = dict[str, AttributeValue]
 
 def finish_reason(stop_reason: Any) -> str:
     """flowra ``StopReason`` -> semconv finish reason (``stop``, ``length``, ``tool_call`` ...)."""
+    if type(stop_reason) is StopReason:  # every response flowra makes: one lookup, no ``.value``
+        return _FINISH_REASON_BY_MEMBER[stop_reason]
     value = safe_str(getattr(stop_reason, "value", stop_reason))
     return semconv.FINISH_REASON_BY_STOP_REASON.get(value, value)
+
+
+_FINISH_REASON_BY_MEMBER: dict[Any, str] = {
+    member: semconv.FINISH_REASON_BY_STOP_REASON.get(str(member.value), utf8_safe(str(member.value)))
+    for member in StopReason
+}
 
 
 def chat_start_attributes(request: LLMRequest, provider: str, model: str, *, streaming: bool) -> Attributes:
@@ -68,11 +76,23 @@ class TokenUsage:
         if usage is None:
             return None
         totals = cls()
-        totals.cache_read = safe_int(getattr(usage, "cache_read_input_tokens", 0))
-        totals.cache_creation = safe_int(getattr(usage, "cache_creation_input_tokens", 0))
-        totals.input = safe_int(getattr(usage, "input_tokens", 0)) + totals.cache_read + totals.cache_creation
-        totals.output = safe_int(getattr(usage, "output_tokens", 0))
-        totals.cost_usd = safe_float(getattr(usage, "cost_usd", None))
+        # flowra's own Usage holds ints (and a float or None for cost): read without a call each.
+        cache_read = getattr(usage, "cache_read_input_tokens", 0)
+        if type(cache_read) is not int:
+            cache_read = safe_int(cache_read)
+        cache_creation = getattr(usage, "cache_creation_input_tokens", 0)
+        if type(cache_creation) is not int:
+            cache_creation = safe_int(cache_creation)
+        input_tokens = getattr(usage, "input_tokens", 0)
+        if type(input_tokens) is not int:
+            input_tokens = safe_int(input_tokens)
+        output = getattr(usage, "output_tokens", 0)
+        totals.output = output if type(output) is int else safe_int(output)
+        totals.cache_read = cache_read
+        totals.cache_creation = cache_creation
+        totals.input = input_tokens + cache_read + cache_creation
+        cost = getattr(usage, "cost_usd", None)
+        totals.cost_usd = None if cost is None else safe_float(cost)
         return totals
 
     def add(self, other: TokenUsage) -> None:

@@ -28,7 +28,7 @@ from .attributes import TokenUsage
 from .content import ContentRenderer
 from .errors import end_metric_error, record_end
 from .instruments import ChatMetricAttributes
-from .safety import guarded, safe_str, utf8_safe
+from .safety import safe_str, utf8_safe
 
 if TYPE_CHECKING:
     from .hooks import OtelHooks
@@ -198,7 +198,7 @@ class ChatInvocation:
             return None
         self.ended = True
         usage: TokenUsage | None = None
-        metric_error = end_metric_error(error, reason, classify=True)
+        metric_error = None if error is None and reason is None else end_metric_error(error, reason, classify=True)
         try:
             usage = TokenUsage.of(getattr(self.response, "usage", None))
             self._apply_finish(error, reason, usage, withhold_output=withhold_output)
@@ -207,7 +207,7 @@ class ChatInvocation:
         finally:
             self.span.end(end_time=end_ns)
         if self.owner.instruments.enabled:
-            guarded(self._record_metrics, end_ns, metric_error, usage)
+            self._record_metrics(end_ns, metric_error, usage)
         return usage
 
     def _apply_finish(
@@ -238,13 +238,17 @@ class ChatInvocation:
     def _record_metrics(
         self, end_ns: int, error: Mapping[str, AttributeValue] | None, usage: TokenUsage | None
     ) -> None:
+        """The call's metric records, after its span ended. Never raises: a failed record is logged."""
         first_chunk = self.first_chunk_ns
-        self.owner.instruments.record_chat(
-            self._metric_attributes(),
-            duration_s=(end_ns - self.start_ns) / 1e9,
-            error=error,
-            first_chunk_s=(first_chunk - self.start_ns) / 1e9 if first_chunk is not None else None,
-            input_tokens=usage.input if usage is not None else None,
-            output_tokens=usage.output if usage is not None else None,
-            cost_usd=usage.cost_usd if usage is not None else None,
-        )
+        try:
+            self.owner.instruments.record_chat(
+                self._metric_attributes(),
+                duration_s=(end_ns - self.start_ns) / 1e9,
+                error=error,
+                first_chunk_s=(first_chunk - self.start_ns) / 1e9 if first_chunk is not None else None,
+                input_tokens=usage.input if usage is not None else None,
+                output_tokens=usage.output if usage is not None else None,
+                cost_usd=usage.cost_usd if usage is not None else None,
+            )
+        except Exception:
+            logger.exception("flowra_otel: could not record the metrics of a chat span")

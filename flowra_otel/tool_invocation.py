@@ -143,7 +143,7 @@ class ToolInvocation:
         finally:
             self.span.end(end_time=end_ns)
         if self.owner.instruments.enabled:
-            guarded(self._record_metrics, end_ns, error_type)
+            self._record_metrics(end_ns, error_type)
 
     def fail(self, error: BaseException | None = None, *, reason: str | None = None, end_ns: int | None = None) -> None:
         """The call raised, or ends without a result because its agent or run does."""
@@ -160,7 +160,7 @@ class ToolInvocation:
         finally:
             self.span.end(end_time=end)
         if self.owner.instruments.enabled:
-            guarded(self._record_metrics, end, error_type)
+            self._record_metrics(end, error_type)
 
     def _apply_result(self, result: Any, *, is_error: bool) -> None:
         span = self.span
@@ -190,10 +190,14 @@ class ToolInvocation:
             guarded(self.owner.instruments.record_redaction, self.name, change.field, self.metric_extra)
 
     def _record_metrics(self, end_ns: int, error_type: str | None) -> None:
-        self.owner.instruments.record_tool(
-            self.name,
-            self.agent_name,
-            self.metric_extra,
-            duration_s=(end_ns - self.start_ns) / 1e9,
-            error_type=error_type,
-        )
+        """The call's metric records, after its span ended. Never raises: a failed record is logged."""
+        try:
+            self.owner.instruments.record_tool(
+                self.name,
+                self.agent_name,
+                self.metric_extra,
+                duration_s=(end_ns - self.start_ns) / 1e9,
+                error_type=error_type,
+            )
+        except Exception:
+            logger.exception("flowra_otel: could not record the metrics of a tool span")
