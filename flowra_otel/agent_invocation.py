@@ -15,7 +15,6 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from opentelemetry import trace
 from opentelemetry.trace import Link, SpanKind
 from opentelemetry.util.types import AttributeValue
 
@@ -23,6 +22,7 @@ from . import attributes, semconv
 from .attributes import TokenUsage
 from .chat_invocation import ChatInvocation, ChatShape
 from .content import ContentRenderer
+from .current_span import context_with
 from .errors import end_metric_error, record_end
 from .safety import guarded
 from .tool_invocation import ToolInvocation
@@ -106,7 +106,7 @@ class AgentInvocation:
             links=links,
             start_time=start_ns,
         )
-        self.context = trace.set_span_in_context(self.span)  # the parent of its chat and tool spans
+        self.context = context_with(self.span)  # the parent of its chat and tool spans
 
     # ------------------------------------------------------------------ children
     def chat_started(self, chat: ChatInvocation, request: Any) -> None:
@@ -172,7 +172,11 @@ class AgentInvocation:
                 batch.append(None)
                 continue
             # The announced call whose final tool use this is; else the next one in order.
-            match = next((t for t in pending if t.tool_use is tool_use), pending[0])
+            match = pending[0]
+            for candidate in pending:
+                if candidate.tool_use is tool_use:
+                    match = candidate
+                    break
             pending.remove(match)
             batch.append(match)
         for leftover in pending:  # announced but never spawned

@@ -241,8 +241,9 @@ class ChatInvocation:
         """The call's metric records, after its span ended. Never raises: a failed record is logged."""
         first_chunk = self.first_chunk_ns
         try:
-            self.owner.instruments.record_chat(
-                self._metric_attributes(),
+            instruments = self.owner.instruments
+            instruments.record_chat(
+                instruments.chat_attributes(self.provider, self.model, self.agent_name, self.metric_extra),
                 duration_s=(end_ns - self.start_ns) / 1e9,
                 error=error,
                 first_chunk_s=(first_chunk - self.start_ns) / 1e9 if first_chunk is not None else None,

@@ -37,15 +37,15 @@ from contextvars import ContextVar
 from typing import Any, Final
 
 from opentelemetry import context as otel_context
-from opentelemetry import trace
 
-from . import durable
+from . import current_span, durable
 from ._flowra import (
     EXECUTE_NODE,
     AgentRuntime,
     Engine,
     HookRegistry,
     LLMProvider,
+    handler_map,
     node_of_step_task,
     runtime_storage,
 )
@@ -126,8 +126,14 @@ def _patched_execute_node(original: Any) -> Any:
         book = _CURRENT_BOOK.get()
         if book is None or book.closed:
             return original(node)
-        if id(node) in book.agents:  # a tool loop this run traces: the common case, inline
+        agents = book.agents
+        if id(node) in agents:  # a tool loop this run traces: the common case, inline
             return _traced_step(book, node, None, original)
+        if not agents:  # no tool loop traced yet, so no tool call either: the scope cache, inline
+            scope = getattr(node, "scope", None)
+            known = book.owners.get(id(scope))
+            if known is not None and known[0] is scope:
+                return _traced_step(book, node, None, original) if known[1] else original(node)
         try:
             wanted, tool_context = book.step_needs(node)
         except Exception:
@@ -155,7 +161,7 @@ async def _traced_step(book: SpanBook, node: Any, tool_context: Any, original: A
     # A tool-call step runs with its execute_tool span current, so spans the tool itself makes
     # (an HTTP client, a database driver) nest under it.
     if tool_context is not None:
-        otel_context.attach(tool_context)
+        current_span.attach(tool_context)
     try:
         result = await original(node)
     except BaseException as exc:
@@ -221,8 +227,12 @@ def _patched_emit(original: Any) -> Any:
             # The book runs the handler loop itself: an event no OtelHooks sees (directly or through
             # propagate_to) leaves no trace but a frame, popped when its handlers have run.
             return book.emit(step, original, self, data)
-        # No scope: a step nothing traced when it started, or no engine step at all.
-        if cls in DELTA_EVENT_TYPES or not may_be_traced(self, cls):
+        # No scope: a step nothing traced when it started, or no engine step at all. A plain
+        # registry with no handler for the event (the common case of a run nothing traces) is
+        # read inline; anything else asks whether an OtelHooks can see the event.
+        if cls in DELTA_EVENT_TYPES or (type(self) is HookRegistry and not handler_map(self).get(cls)):
+            return original(self, data)
+        if not may_be_traced(self, cls):
             return original(self, data)  # no OtelHooks can see it: nothing to finish after the hooks
         try:
             step = _adopt_step(book)
@@ -259,6 +269,9 @@ def _patched_provider_call(original: Any) -> Any:
         step = _CURRENT_STEP.get()
         if step is None or step.book is not book:
             return original(self, *args, **kwargs)
+        agent = book.agents.get(id(step.node))
+        if agent is not None and agent.chat is not None and not step.frames:
+            return original(self, *args, **kwargs)  # the tool loop's own call: traced by its events
         chat = None
         try:
             chat = book.start_direct_chat(step, args[0] if args else kwargs.get("request"))
@@ -275,14 +288,14 @@ def _patched_provider_call(original: Any) -> Any:
 
 async def _traced_call(book: SpanBook, chat: Any, original: Any, provider: Any, args: Any, kwargs: Any) -> Any:
     flag = _IN_PROVIDER_CALL.set(True)
-    ctx_token = otel_context.attach(trace.set_span_in_context(chat.span))
+    ctx_token = current_span.attach(current_span.context_with(chat.span))
     try:
         response = await original(provider, *args, **kwargs)
     except BaseException as exc:
         guarded(book.end_direct_chat, chat, None, exc)
         raise
     finally:
-        otel_context.detach(ctx_token)
+        current_span.detach(ctx_token)
         _IN_PROVIDER_CALL.reset(flag)
     guarded(book.end_direct_chat, chat, response, None)
     return response

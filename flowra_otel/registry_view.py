@@ -46,8 +46,18 @@ def owner_on(node: Any) -> OtelHooks | None:
     A custom agent emits no events, so no handler ever claims its provider calls; the
     plugin traces them only when the registry that agent is given carries an ``OtelHooks``.
     """
-    registry = services_of(node).get(HookRegistry)
-    for handler in registry_handlers(registry, events.BeforeLLMCallEvent) or ():
+    # Read once per new engine scope (every tool call has one), so flowra's plain types are read
+    # inline; ``services_of`` and ``registry_handlers`` cover anything else.
+    get = getattr(getattr(node, "scope", None), "get_services", None)
+    services = get() if get is not None else None
+    registry = services.get(HookRegistry) if type(services) is dict else services_of(node).get(HookRegistry)
+    if registry is None:
+        return None
+    if type(registry) is HookRegistry:
+        handlers = handler_map(registry).get(events.BeforeLLMCallEvent)
+    else:
+        handlers = registry_handlers(registry, events.BeforeLLMCallEvent)
+    for handler in handlers or ():
         if is_plugin_handler(handler):
             return handler.__self__  # type: ignore[no-any-return]
     return None

@@ -29,10 +29,12 @@ class RunState:
 
     __slots__ = (
         "conversation_id",
+        "last_stamp",
         "metric_extra",
         "persist_pending",
         "resumed_from",
         "root_span",
+        "stamp_owner",
         "stamps",
         "storage",
     )
@@ -42,6 +44,10 @@ class RunState:
         self.metric_extra: dict[str, AttributeValue] = {}  # from the spec metadata, once accepted
         self.storage = storage  # flowra SessionStorage of a durable run, where the trace link is kept
         self.persist_pending = False
+        # The latest ``stamp()`` and whose it is: the book reads it inline for every chat and tool
+        # span (one OtelHooks per run is the rule); dropped when the conversation id changes.
+        self.stamp_owner: OtelHooks | None = None
+        self.last_stamp: attributes.Attributes = {}
         self.root_span: Span | None = None
         self.resumed_from = durable.parse_traceparent(resumed.get("traceparent")) if resumed else None
         self.conversation_id: str | None = (
@@ -54,11 +60,14 @@ class RunState:
             self.conversation_id = owner.options.conversation_id
         cid = self.conversation_id
         if cid is None:
-            return owner.options.attributes  # type: ignore[return-value]
-        key = (id(owner), cid)
-        stamp = self.stamps.get(key)
-        if stamp is None:  # never mutated by the callers: they copy it into their own dicts
-            stamp = self.stamps[key] = {**owner.options.attributes, semconv.GEN_AI_CONVERSATION_ID: cid}
+            stamp: attributes.Attributes = owner.options.attributes  # type: ignore[assignment]
+        else:
+            key = (id(owner), cid)
+            cached = self.stamps.get(key)
+            if cached is None:  # never mutated by the callers: they copy it into their own dicts
+                cached = self.stamps[key] = {**owner.options.attributes, semconv.GEN_AI_CONVERSATION_ID: cid}
+            stamp = cached
+        self.stamp_owner, self.last_stamp = owner, stamp
         return stamp
 
     def accept_metadata(self, owner: OtelHooks, metadata: Mapping[str, Any], open_spans: Iterable[Span]) -> None:
@@ -73,6 +82,7 @@ class RunState:
     def set_conversation_id(self, cid: str, open_spans: Iterable[Span]) -> None:
         """Known now: stamp it on every span already open in this run, and on all later ones."""
         self.conversation_id = cid
+        self.stamp_owner = None  # the next stamp() carries it
         for span in open_spans:
             span.set_attribute(semconv.GEN_AI_CONVERSATION_ID, cid)
         if self.storage is not None:

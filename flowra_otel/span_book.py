@@ -28,7 +28,6 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
@@ -58,6 +57,7 @@ from ._flowra import (
 )
 from .agent_invocation import AgentInvocation
 from .chat_invocation import ChatInvocation
+from .current_span import context_with
 from .ledger_emit import LEDGER_FIELDS, FieldTracker
 from .registry_view import PLUGIN_HANDLERS, is_streaming, owner_on
 from .run_state import RunState
@@ -116,12 +116,10 @@ class SpanBook:
         if type(registry) is HookRegistry and (not frames or type(frames[-1].data) is not type(data)):
             handlers = handler_map(registry).get(type(data))
             if handlers and len(handlers) == 1 and getattr(handlers[0], "__func__", None) in PLUGIN_HANDLERS:
-                frame = EmitFrame(data, registry)
-                frame.owner = handlers[0].__self__
-                frame.hook_context = context_of_registry(registry)
                 if type(data) is events.AfterLLMCallEvent and step.token is not None:
                     step.detach()  # the provider call returned: its chat span is no longer current
-                self._finish(step, frame, None)
+                # No frame either: nothing can emit inside a handler loop that is not run.
+                self._finish(step, data, handlers[0].__self__, registry, time.time_ns(), None, None, None)
                 if self.run.persist_pending:
                     return self._persisted(data)
                 return _ready(data)
@@ -179,14 +177,14 @@ class SpanBook:
             if outer:
                 frames.pop()
                 if frame.owner is not None:
-                    self._finish(step, frame, exc)
+                    self._finish_frame(step, frame, exc)
             raise
         if not outer:
             return result
         frames.pop()
         if frame.owner is not None:
             frame.data = result  # a handler may have replaced the event object itself
-            self._finish(step, frame, None)
+            self._finish_frame(step, frame, None)
             if self.run.persist_pending:
                 await self.run.persist()
         return result
@@ -205,23 +203,40 @@ class SpanBook:
             frames[-1].hook_context = hook_context
 
     # ------------------------------------------------------------------ events
-    def _finish(self, step: StepScope, frame: EmitFrame, exc: BaseException | None) -> None:
+    def _finish_frame(self, step: StepScope, frame: EmitFrame, exc: BaseException | None) -> None:
+        owner = frame.owner
+        assert owner is not None
+        self._finish(step, frame.data, owner, frame.registry, frame.start_ns, frame.tracker, frame.hook_context, exc)
+
+    def _finish(
+        self,
+        step: StepScope,
+        data: Any,
+        owner: OtelHooks,
+        registry: Any,
+        start_ns: int,
+        tracker: FieldTracker | None,
+        hook_context: Any,
+        exc: BaseException | None,
+    ) -> None:
         """Every handler of a traced event has run (or one raised ``exc``): act on it, once. Never
         raises: an internal error is logged, the agent is unaffected.
 
-        Spans start here too, at the time the event was emitted (``frame.start_ns``), with the
-        values every hook left: the request that is sent, the tool call that runs.
+        ``data``: the event as its handlers left it; ``owner``: the OtelHooks that traces it;
+        ``registry``: where it was emitted; ``tracker``: what its hooks changed (the ledger);
+        ``hook_context``: the HookContext the owner's handler saw. Plain arguments, not the
+        ``EmitFrame``: an event only the plugin sees (``emit``'s fast path) needs no frame.
+
+        Spans start here too, at the time the event was emitted (``start_ns``), with the values
+        every hook left: the request that is sent, the tool call that runs.
         """
         try:
             node = step.node
             if node is None or self.closed:
                 return
-            owner = frame.owner
-            assert owner is not None
             agent = self.agents.get(id(node))
             if agent is None:
-                agent = self._start_agent(node, frame, owner)
-            data = frame.data
+                agent = self._start_agent(node, owner, registry, hook_context, start_ns)
             cls = type(data)
             if cls is events.AfterLLMCallEvent:
                 chat = agent.chat
@@ -229,16 +244,17 @@ class SpanBook:
                     if exc is not None:
                         agent.end_chat(exc)
                     else:
-                        chat.respond(data.response, frame.start_ns)
+                        chat.respond(data.response, start_ns)
             elif cls is events.BeforeLLMCallEvent:
                 request = data.request
+                run = self.run
                 chat = ChatInvocation(
                     owner,
                     agent.context,
                     request,
-                    stamp=self.run.stamp(owner),
-                    streaming=is_streaming(frame.registry),
-                    start_ns=frame.start_ns,
+                    stamp=run.last_stamp if run.stamp_owner is owner else run.stamp(owner),
+                    streaming=is_streaming(registry),
+                    start_ns=start_ns,
                     content=agent.content,
                     agent_name=agent.name,
                     provider_class=agent.provider_class,
@@ -249,18 +265,18 @@ class SpanBook:
                 if exc is not None:
                     agent.end_chat(exc)
                     return
-                chat.record_request(request)  # content capture only
-                agent.record_system(request)
+                if agent.content is not None:  # content capture only
+                    chat.record_request(request)
+                    agent.record_system(request)
                 step.attach(chat.span)
             elif cls is events.BeforeToolCallEvent:
-                self._tool_announced(agent, owner, frame, exc)
+                self._tool_announced(agent, owner, data, tracker, start_ns, exc)
             elif cls is events.AfterToolCallEvent:
                 called = agent.tool_for_result(data.tool_use)
                 if called is not None:
                     if exc is not None:
                         called.fail(exc)
                     else:
-                        tracker = frame.tracker
                         called.stop(data.result, tracker.change if tracker is not None else None)
             elif cls is events.UserMessageEvent:
                 if exc is None:
@@ -268,25 +284,28 @@ class SpanBook:
             elif cls is events.MessageAcceptedEvent:
                 self.run.accept_metadata(owner, data.metadata or {}, self._open_spans())
         except Exception:
-            logger.exception(
-                "flowra_otel: internal error handling %s; the agent is unaffected", type(frame.data).__name__
-            )
+            logger.exception("flowra_otel: internal error handling %s; the agent is unaffected", type(data).__name__)
 
     def _tool_announced(
-        self, agent: AgentInvocation, owner: OtelHooks, frame: EmitFrame, exc: BaseException | None
+        self,
+        agent: AgentInvocation,
+        owner: OtelHooks,
+        data: Any,
+        tracker: FieldTracker | None,
+        start_ns: int,
+        exc: BaseException | None,
     ) -> None:
         """BeforeToolCallEvent, after its hooks: the ``execute_tool`` span of the call that runs."""
-        data = frame.data
-        tracker = frame.tracker
         original = tracker.initial if tracker is not None else data.tool_use
+        run = self.run
         tool = ToolInvocation(
             owner,
             agent.context,
             original,
             data.tool_use,
             agent_name=agent.name,
-            stamp=self.run.stamp(owner),
-            start_ns=frame.start_ns,
+            stamp=run.last_stamp if run.stamp_owner is owner else run.stamp(owner),
+            start_ns=start_ns,
             content=agent.content,
             offered=agent.tool_descriptions,
             metric_extra=self.run.metric_extra,
@@ -296,7 +315,9 @@ class SpanBook:
         if exc is not None:
             tool.fail(exc)
             return
-        tool.called(tracker.change if tracker is not None else None)
+        change = tracker.change if tracker is not None else None
+        if change is not None or tool.content is not None:  # else nothing to record on the span yet
+            tool.called(change)
         if agent.chat is not None:  # the response's block -> the tool use that runs
             agent.chat.tool_uses[id(original)] = data.tool_use
 
@@ -309,11 +330,13 @@ class SpanBook:
                 if tool is not None and not tool.ended:
                     yield tool.span
 
-    def _start_agent(self, node: Any, frame: EmitFrame, owner: OtelHooks) -> AgentInvocation:
+    def _start_agent(
+        self, node: Any, owner: OtelHooks, registry: Any, hook_context: Any, start_ns: int
+    ) -> AgentInvocation:
         path = utf8_safe(agent_name_of(node))
         # The emitting registry's own HookContext names the agent; a forwarded event reaches
         # the plugin re-wrapped with the *target's* context, so prefer the outermost registry's.
-        emitting_context = registry_context(frame.registry) or frame.hook_context
+        emitting_context = registry_context(registry) or hook_context
         hook_path = getattr(emitting_context, "agent_path", None)
         name = utf8_safe(
             owner.options.resolve_agent_name(safe_str(hook_path) if hook_path else owning_agent_path(node))
@@ -343,7 +366,7 @@ class SpanBook:
             name=name,
             attrs=attrs,
             links=links,
-            start_ns=frame.start_ns,
+            start_ns=start_ns,
             content=owner.options.content_renderer(),
             metric_extra=self.run.metric_extra,
         )
@@ -427,9 +450,6 @@ class SpanBook:
         redacted.
         """
         node = step.node
-        agent = self.agents.get(id(node))
-        if agent is not None and agent.chat is not None and not step.frames:
-            return None  # the tool loop's own call: already traced by its events
         owner = owner_on(node)
         if owner is None or request is None:
             return None
@@ -464,10 +484,11 @@ class SpanBook:
         provider calls may run in tasks of their own). Any other step runs unwrapped and is
         adopted if an event in it turns out to be traced.
         """
-        if self.agents:
-            tool = self._tool_of_node(node)
+        if self.agents:  # the tool call this node runs (``_tool_of_node``, inline: once per tool call)
+            agent = self.agents.get(id(getattr(node, "parent", None)))
+            tool = agent.tool_at(child_index_of(node)) if agent is not None else None
             if tool is not None:
-                return True, trace.set_span_in_context(tool.span, self.caller_context)
+                return True, context_with(tool.span, self.caller_context)
         # Whose registry carries an OtelHooks: read once per engine scope (a node keeps its scope,
         # and so its services, from step to step until it moves to another agent).
         scope = getattr(node, "scope", None)
@@ -500,8 +521,8 @@ class SpanBook:
                 if prev is not cur:
                     tool = agent.tool_at(child_index_of(prev))
                     if tool is not None and not tool.ended:
-                        return trace.set_span_in_context(tool.span, self.caller_context), tool
-                return trace.set_span_in_context(agent.span, self.caller_context), None
+                        return context_with(tool.span, self.caller_context), tool
+                return context_with(agent.span, self.caller_context), None
             prev, cur = cur, parent_of(cur)
         return self.caller_context, None
 

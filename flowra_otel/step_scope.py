@@ -13,11 +13,10 @@ import time
 from contextvars import Token
 from typing import TYPE_CHECKING, Any
 
-from opentelemetry import context as otel_context
-from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
+from . import current_span
 from .ledger_emit import FieldTracker
 
 if TYPE_CHECKING:
@@ -28,7 +27,7 @@ if TYPE_CHECKING:
 class EmitFrame:
     """One event object during its outermost ``emit``; ``owner`` is the first OtelHooks to see it."""
 
-    __slots__ = ("data", "hook_context", "owner", "registry", "start_ns", "target", "tracker")
+    __slots__ = ("data", "hook_context", "owner", "registry", "start_ns", "tracker")
 
     def __init__(self, data: Any, registry: Any) -> None:
         self.data = data
@@ -36,7 +35,6 @@ class EmitFrame:
         self.start_ns = time.time_ns()
         self.owner: OtelHooks | None = None
         self.hook_context: Any = None
-        self.target: Any = None  # the chat or tool invocation this event concerns
         self.tracker: FieldTracker | None = None
 
 
@@ -55,14 +53,15 @@ class StepScope:
 
     def attach(self, span: Span) -> None:
         """Make ``span`` current for the provider call, so HTTP or SDK instrumentations nest under it."""
-        self.detach()
+        if self.token is not None:
+            self.detach()
         self.task = asyncio.current_task()
-        self.token = otel_context.attach(trace.set_span_in_context(span))
+        self.token = current_span.attach(current_span.context_with(span))
 
     def detach(self) -> None:
         token, self.token = self.token, None
         if token is not None and asyncio.current_task() is self.task:
-            otel_context.detach(token)
+            current_span.detach(token)
 
 
 __all__ = ["EmitFrame", "StepScope"]

@@ -77,8 +77,12 @@ class ToolInvocation:
         # The model chose ``model_name``. A name the request did not offer is model output: content
         # (and an unbounded metric series), so spans and metrics name a fixed placeholder instead.
         # A name a hook chose (application code, already applied here) is the tool that runs.
-        self.model_name = safe_str(getattr(model_tool_use, "name", ""))
-        current = safe_str(getattr(tool_use, "name", ""))
+        # Plain ASCII strings (every tool use flowra makes) are taken as they are: no call each.
+        model_name = getattr(model_tool_use, "name", "")
+        self.model_name = model_name if type(model_name) is str and model_name.isascii() else safe_str(model_name)
+        current = getattr(tool_use, "name", "")
+        if type(current) is not str or not current.isascii():
+            current = safe_str(current)
         offered_description = offered.get(current)
         if current != self.model_name:
             self.name = current
@@ -108,11 +112,14 @@ class ToolInvocation:
             if shapes is not None and len(shapes) < _MAX_SHAPES:
                 shapes[key] = shape
         name, template = shape
+        call_id = getattr(tool_use, "id", "")
+        if type(call_id) is not str or not call_id.isascii():
+            call_id = safe_str(call_id)
         self.span = owner.tracer.start_span(
             name,
             context=parent,
             kind=SpanKind.INTERNAL,
-            attributes={**template, semconv.GEN_AI_TOOL_CALL_ID: safe_str(getattr(tool_use, "id", ""))},
+            attributes={**template, semconv.GEN_AI_TOOL_CALL_ID: call_id},
             start_time=start_ns,
         )
 
@@ -120,7 +127,8 @@ class ToolInvocation:
         """BeforeToolCallEvent returned: the ledger of what its hooks changed, and the arguments
         of the call that runs (content capture only)."""
         tool_use = self.tool_use
-        self._record_ledger(change, tool_use)
+        if change is not None:
+            self._record_ledger(change, tool_use)
         if self.content is not None and self.span.is_recording():
             self.span.set_attribute(
                 semconv.GEN_AI_TOOL_CALL_ARGUMENTS, self.content.tool_arguments(getattr(tool_use, "input", None))
@@ -136,7 +144,8 @@ class ToolInvocation:
         try:
             is_error = bool(getattr(result, "is_error", False))
             error_type = semconv.ERROR_TYPE_TOOL if is_error else None
-            self._record_ledger(change, result)
+            if change is not None:
+                self._record_ledger(change, result)
             self._apply_result(result, is_error=is_error)
         except Exception:
             logger.exception("flowra_otel: could not record a tool result; its span still ends")
@@ -176,8 +185,8 @@ class ToolInvocation:
         elif content is not None:
             span.set_attribute(semconv.GEN_AI_TOOL_CALL_RESULT, content.tool_result(getattr(result, "content", "")))
 
-    def _record_ledger(self, change: redaction.FieldChange | None, final: Any) -> None:
-        if change is None or not change.differs_from(final):
+    def _record_ledger(self, change: redaction.FieldChange, final: Any) -> None:
+        if not change.differs_from(final):
             return
         options = self.owner.options
         span = self.span

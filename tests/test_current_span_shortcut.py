@@ -1,0 +1,151 @@
+"""Issue "Tracing cost": the plugin makes its ``chat`` and ``execute_tool`` spans current without
+the API's call layers, and that shortcut behaves exactly as the API does, or is not taken.
+
+``flowra_otel.current_span`` writes the standard runtime context's ``ContextVar`` directly and
+builds the context with the key ``set_span_in_context`` uses. Where the process runs another
+runtime context (``OTEL_PYTHON_CONTEXT``), the API must be used: a direct write would make the
+spans current in a variable nobody reads, and HTTP spans made inside the provider call or the
+tool would no longer nest under ``chat`` and ``execute_tool``.
+
+Real ``AgentRuntime`` and ``ToolLoopAgent``, scripted provider, real OpenTelemetry SDK; the other
+runtime context is a second instance of the SDK's own ``ContextVarsRuntimeContext``, installed the
+way ``OTEL_PYTHON_CONTEXT`` installs one (as ``opentelemetry.context._RUNTIME_CONTEXT``).
+"""
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from flowra.llm import LLMRequest, LLMResponse
+from flowra.tools import LocalTool, ToolDefinition, ToolExecutionContext, ToolResult
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.context.contextvars_context import ContextVarsRuntimeContext
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from flowra_otel import OtelHooks, current_span
+from tests import span_tree
+from tests.conftest import SpanLedger, assert_all_ended, hooks_with
+from tests.flowra_support import (
+    ScriptedProvider,
+    run_tool_loop,
+    text_response,
+    tool_calls_response,
+    tool_loop_runtime,
+    tool_registry,
+)
+
+CHAT = "chat sonnet-4-5"
+
+
+def _probe_tool(handler: Callable[[ToolExecutionContext], Any]) -> LocalTool:
+    return LocalTool(
+        definition=ToolDefinition(name="probe", description="A test tool.", input_schema={"type": "object"}),
+        handler=handler,
+    )
+
+
+@pytest.fixture
+def other_runtime_context() -> Iterator[ContextVarsRuntimeContext]:
+    """Another runtime context, as ``OTEL_PYTHON_CONTEXT`` would install it; put back after."""
+    original = otel_context._RUNTIME_CONTEXT
+    other = ContextVarsRuntimeContext()
+    otel_context._RUNTIME_CONTEXT = other
+    try:
+        yield other
+    finally:
+        otel_context._RUNTIME_CONTEXT = original
+
+
+async def _run_with_http_spans(otel_hooks: OtelHooks, tracer_provider: TracerProvider) -> None:
+    http = tracer_provider.get_tracer("http")
+    app = tracer_provider.get_tracer("app")
+
+    def over_http(response: LLMResponse) -> Callable[[LLMRequest], LLMResponse]:
+        def call(request: LLMRequest) -> LLMResponse:
+            with http.start_as_current_span("POST /v1/messages"):
+                return response
+
+        return call
+
+    async def probe(ctx: ToolExecutionContext) -> ToolResult:
+        with app.start_as_current_span("tool work"):
+            return ToolResult(content="probed")
+
+    provider = ScriptedProvider(
+        [over_http(tool_calls_response([("p", "probe", {})])), over_http(text_response("done"))]
+    )
+    async with tool_registry(_probe_tool(probe)) as tools:
+        with app.start_as_current_span("request"):
+            await run_tool_loop(tool_loop_runtime(provider, tools, hooks_with(otel_hooks)), "q")
+
+
+NESTED: list[Any] = [
+    (
+        "request",
+        [
+            (
+                "invoke_agent assistant",
+                [
+                    (CHAT, [("POST /v1/messages", [])]),
+                    ("execute_tool probe", [("tool work", [])]),
+                    (CHAT, [("POST /v1/messages", [])]),
+                ],
+            ),
+        ],
+    )
+]
+
+
+def test_the_shortcut_builds_the_context_the_api_builds() -> None:
+    assert current_span.uses_shortcut(), "the standard runtime context must take the shortcut"
+    span = trace.NonRecordingSpan(trace.INVALID_SPAN_CONTEXT)
+    parent = Context({"some-key": "some-value"})
+    built = current_span.context_with(span, parent)
+    assert type(built) is Context
+    assert built == trace.set_span_in_context(span, parent)
+    assert trace.get_current_span(built) is span
+    assert parent == {"some-key": "some-value"}, "the parent context must not change"
+
+    token = current_span.attach(built)
+    try:
+        assert otel_context.get_current() is built
+        assert trace.get_current_span() is span
+        # Without a parent, the current context is the one extended.
+        inner = trace.NonRecordingSpan(trace.INVALID_SPAN_CONTEXT)
+        assert current_span.context_with(inner) == trace.set_span_in_context(inner)
+    finally:
+        current_span.detach(token)
+    assert otel_context.get_current() is not built
+
+
+async def test_chat_and_tool_spans_are_current_with_the_standard_runtime_context(
+    otel_hooks: OtelHooks, tracer_provider: TracerProvider, span_exporter: InMemorySpanExporter, ledger: SpanLedger
+) -> None:
+    assert current_span.uses_shortcut()
+    await _run_with_http_spans(otel_hooks, tracer_provider)
+    assert span_tree.shape(span_tree.build(span_exporter.get_finished_spans(), ())) == NESTED
+    assert_all_ended(ledger, span_exporter)
+
+
+async def test_another_runtime_context_goes_through_the_api(
+    otel_hooks: OtelHooks,
+    tracer_provider: TracerProvider,
+    span_exporter: InMemorySpanExporter,
+    ledger: SpanLedger,
+    other_runtime_context: ContextVarsRuntimeContext,
+) -> None:
+    assert not current_span.uses_shortcut(), "another runtime context must not take the shortcut"
+    await _run_with_http_spans(otel_hooks, tracer_provider)
+    # Were the chat and tool contexts written to the standard variable, the HTTP and tool spans
+    # (which read the installed runtime context) would nest under invoke_agent, not under them.
+    assert span_tree.shape(span_tree.build(span_exporter.get_finished_spans(), ())) == NESTED
+    assert_all_ended(ledger, span_exporter)
+    token = current_span.attach(Context({"k": "v"}))
+    try:
+        assert other_runtime_context.get_current() == {"k": "v"}
+    finally:
+        current_span.detach(token)
+    assert other_runtime_context.get_current() == {}
