@@ -228,7 +228,10 @@ def child_index_of(node: Any) -> int | None:
     Every engine from 0.0.3 to 0.0.8 names a child ``f"{parent.node_id}.{child_index}"`` where
     ``child_index`` is its position in the spawn's children list.
     """
-    _, sep, index = node_id_of(node).rpartition(".")
+    node_id = getattr(node, "node_id", None)
+    if type(node_id) is not str:  # flowra's are: read as they are, once per tool call
+        node_id = node_id_of(node)
+    _, sep, index = node_id.rpartition(".")
     return int(index) if sep and index.isdigit() else None
 
 

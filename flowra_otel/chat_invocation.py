@@ -206,8 +206,21 @@ class ChatInvocation:
             logger.exception("flowra_otel: could not record the end of a chat span; it still ends")
         finally:
             self.span.end(end_time=end_ns)
-        if self.owner.instruments.enabled:
-            self._record_metrics(end_ns, metric_error, usage)
+        instruments = self.owner.instruments
+        if instruments.enabled:  # after the span ended; never raises (a failed record is logged)
+            first_chunk = self.first_chunk_ns
+            try:
+                instruments.record_chat(
+                    instruments.chat_attributes(self.provider, self.model, self.agent_name, self.metric_extra),
+                    duration_s=(end_ns - self.start_ns) / 1e9,
+                    error=metric_error,
+                    first_chunk_s=(first_chunk - self.start_ns) / 1e9 if first_chunk is not None else None,
+                    input_tokens=usage.input if usage is not None else None,
+                    output_tokens=usage.output if usage is not None else None,
+                    cost_usd=usage.cost_usd if usage is not None else None,
+                )
+            except Exception:
+                logger.exception("flowra_otel: could not record the metrics of a chat span")
         return usage
 
     def _apply_finish(
@@ -234,22 +247,3 @@ class ChatInvocation:
 
     def _metric_attributes(self) -> ChatMetricAttributes:
         return self.owner.instruments.chat_attributes(self.provider, self.model, self.agent_name, self.metric_extra)
-
-    def _record_metrics(
-        self, end_ns: int, error: Mapping[str, AttributeValue] | None, usage: TokenUsage | None
-    ) -> None:
-        """The call's metric records, after its span ended. Never raises: a failed record is logged."""
-        first_chunk = self.first_chunk_ns
-        try:
-            instruments = self.owner.instruments
-            instruments.record_chat(
-                instruments.chat_attributes(self.provider, self.model, self.agent_name, self.metric_extra),
-                duration_s=(end_ns - self.start_ns) / 1e9,
-                error=error,
-                first_chunk_s=(first_chunk - self.start_ns) / 1e9 if first_chunk is not None else None,
-                input_tokens=usage.input if usage is not None else None,
-                output_tokens=usage.output if usage is not None else None,
-                cost_usd=usage.cost_usd if usage is not None else None,
-            )
-        except Exception:
-            logger.exception("flowra_otel: could not record the metrics of a chat span")

@@ -33,6 +33,7 @@ import functools
 import inspect
 import logging
 import threading
+import time
 from contextvars import ContextVar
 from typing import Any, Final
 
@@ -49,7 +50,7 @@ from ._flowra import (
     node_of_step_task,
     runtime_storage,
 )
-from .registry_view import may_be_traced
+from .registry_view import PLUGIN_HANDLERS, may_be_traced
 from .safety import guarded
 from .span_book import DELTA_EVENT_TYPES, INTERESTING_EVENTS, SpanBook
 from .step_scope import StepScope
@@ -167,7 +168,8 @@ async def _traced_step(book: SpanBook, node: Any, tool_context: Any, original: A
     except BaseException as exc:
         book.step_ended(step, None, exc)  # never raises
         raise
-    book.step_ended(step, result, None)
+    if id(node) in book.agents:  # a step that returned ends something only for a traced agent
+        book.step_ended(step, result, None)
     return result
 
 
@@ -208,6 +210,11 @@ def _adopted_step_done(step: StepScope, task: asyncio.Task[Any]) -> None:
 
 
 # ---------------------------------------------------------------------------------- emit
+async def _handed_back(data: Any) -> Any:
+    """What ``emit`` returns for an event no handler but the plugin's sees: the event itself."""
+    return data
+
+
 def _patched_emit(original: Any) -> Any:
     @functools.wraps(original)
     def emit(self: Any, data: Any) -> Any:
@@ -224,8 +231,20 @@ def _patched_emit(original: Any) -> Any:
             if cls in DELTA_EVENT_TYPES:
                 guarded(book.chunk, step.node)
                 return original(self, data)
-            # The book runs the handler loop itself: an event no OtelHooks sees (directly or through
-            # propagate_to) leaves no trace but a frame, popped when its handlers have run.
+            # The plugin's own handler alone on a plain registry (``hooks.add(OtelHooks())`` and no
+            # hook of the user's on this event, the common case): no handler can change the event,
+            # so it is acted on now, and the agent awaits a coroutine that only hands it back: no
+            # ``Event`` envelope, no handler loop, no ledger, as flowra's own emit behaves with a
+            # handler that does nothing. Not a nested emit of the same event (propagate_to's).
+            if type(self) is HookRegistry:
+                frames = step.frames
+                if not frames or type(frames[-1].data) is not cls:
+                    handlers = handler_map(self).get(cls)
+                    if handlers and len(handlers) == 1 and getattr(handlers[0], "__func__", None) in PLUGIN_HANDLERS:
+                        book.finish_event(step, data, handlers[0].__self__, self, time.time_ns(), None, None, None)
+                        return book.persisted(data) if book.run.persist_pending else _handed_back(data)
+            # Otherwise the book runs the handler loop itself: an event no OtelHooks sees (directly
+            # or through propagate_to) leaves no trace but a frame, popped when its handlers ran.
             return book.emit(step, original, self, data)
         # No scope: a step nothing traced when it started, or no engine step at all. A plain
         # registry with no handler for the event (the common case of a run nothing traces) is

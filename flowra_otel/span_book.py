@@ -81,11 +81,6 @@ _MAX_SCOPES = 256
 """Engine scopes whose OtelHooks ownership one run remembers (beyond that, it is read per step)."""
 
 
-async def _ready(data: Any) -> Any:
-    """What ``emit`` returns for an event no handler but the plugin's sees: the event itself."""
-    return data
-
-
 class SpanBook:
     """All open spans of one ``AgentRuntime.run``/``resume`` call."""
 
@@ -102,37 +97,18 @@ class SpanBook:
         self.interrupted = False  # a step raised flowra's interrupt (0.0.7 then ends the whole run)
 
     # ------------------------------------------------------------------ emit (patched)
-    def emit(self, step: StepScope, original: Emit, registry: Any, data: Any) -> Awaitable[Any]:
-        """flowra's ``emit`` of an event in a traced step: the awaitable the agent awaits.
-
-        When the plugin's own handler is the only one a plain ``HookRegistry`` has for the event
-        (the common case: ``hooks.add(OtelHooks())`` and no hook of the user's on this event),
-        no handler can change the event, so it is acted on here and now, and the agent awaits a
-        coroutine that only hands the event back: no ``Event`` envelope, no handler loop, no
-        ledger tracking, exactly as flowra's own emit would behave with a handler that does
-        nothing. Any other case runs the handler loop (``_emit``).
-        """
-        frames = step.frames
-        if type(registry) is HookRegistry and (not frames or type(frames[-1].data) is not type(data)):
-            handlers = handler_map(registry).get(type(data))
-            if handlers and len(handlers) == 1 and getattr(handlers[0], "__func__", None) in PLUGIN_HANDLERS:
-                if type(data) is events.AfterLLMCallEvent and step.token is not None:
-                    step.detach()  # the provider call returned: its chat span is no longer current
-                # No frame either: nothing can emit inside a handler loop that is not run.
-                self._finish(step, data, handlers[0].__self__, registry, time.time_ns(), None, None, None)
-                if self.run.persist_pending:
-                    return self._persisted(data)
-                return _ready(data)
-        return self._emit(step, original, registry, data)
-
-    async def _persisted(self, data: Any) -> Any:
+    async def persisted(self, data: Any) -> Any:
+        """What ``emit`` hands back once the run's trace link is saved (a durable run's first
+        traced event, or a conversation id learnt later)."""
         await self.run.persist()
         return data
 
-    async def _emit(self, step: StepScope, original: Emit, registry: Any, data: Any) -> Any:
+    async def emit(self, step: StepScope, original: Emit, registry: Any, data: Any) -> Any:
         """flowra's ``emit``, run here, and for the outermost emit of a traced event, finished after.
 
-        One coroutine per event: for a plain ``HookRegistry`` the handler loop is flowra's own
+        The patch takes a faster path for an event the plugin's own handler alone sees on a plain
+        registry (``patches.emit``): it calls ``finish_event`` at once. Every other traced event
+        comes here. One coroutine per event: for a plain ``HookRegistry`` the handler loop is flowra's own
         (same ``Event`` envelope, same live handler list, same order, same awaiting; identical in
         0.0.3 - 0.0.8), run here so that an ``OtelHooks`` handler is a claim made in place (no call,
         no context lookup), and the redaction ledger sees each other handler's change. A registry
@@ -206,9 +182,11 @@ class SpanBook:
     def _finish_frame(self, step: StepScope, frame: EmitFrame, exc: BaseException | None) -> None:
         owner = frame.owner
         assert owner is not None
-        self._finish(step, frame.data, owner, frame.registry, frame.start_ns, frame.tracker, frame.hook_context, exc)
+        self.finish_event(
+            step, frame.data, owner, frame.registry, frame.start_ns, frame.tracker, frame.hook_context, exc
+        )
 
-    def _finish(
+    def finish_event(
         self,
         step: StepScope,
         data: Any,
@@ -225,7 +203,7 @@ class SpanBook:
         ``data``: the event as its handlers left it; ``owner``: the OtelHooks that traces it;
         ``registry``: where it was emitted; ``tracker``: what its hooks changed (the ledger);
         ``hook_context``: the HookContext the owner's handler saw. Plain arguments, not the
-        ``EmitFrame``: an event only the plugin sees (``emit``'s fast path) needs no frame.
+        ``EmitFrame``: an event only the plugin sees (the emit patch's fast path) needs no frame.
 
         Spans start here too, at the time the event was emitted (``start_ns``), with the values
         every hook left: the request that is sent, the tool call that runs.
@@ -239,6 +217,8 @@ class SpanBook:
                 agent = self._start_agent(node, owner, registry, hook_context, start_ns)
             cls = type(data)
             if cls is events.AfterLLMCallEvent:
+                if step.token is not None:
+                    step.detach()  # the provider call returned: its chat span is no longer current
                 chat = agent.chat
                 if chat is not None:
                     if exc is not None:
