@@ -146,7 +146,8 @@ class ToolInvocation:
             error_type = semconv.ERROR_TYPE_TOOL if is_error else None
             if change is not None:
                 self._record_ledger(change, result)
-            self._apply_result(result, is_error=is_error)
+            if is_error or self.content is not None:  # else the result leaves nothing on the span
+                self._apply_result(result, is_error=is_error)
         except Exception:
             logger.exception("flowra_otel: could not record a tool result; its span still ends")
         finally:
