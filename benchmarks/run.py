@@ -628,7 +628,7 @@ def run_scale(folder: Path, save: dict[str, Any], rounds: int, mem_runs: int) ->
 
 INSTR_VARIANTS = ("bare", "floor", "floor_spans", "plugin", "spans_only", "untraced")
 INSTR_WARMUP = 5
-INSTR_RUNS = (4, 12)
+INSTR_RUNS = (4, 24)
 
 
 def _callgrind_total(variant: str, runs: int, plan_path: Path) -> subprocess.Popen[str]:
