@@ -210,8 +210,15 @@ def _adopted_step_done(step: StepScope, task: asyncio.Task[Any]) -> None:
 
 
 # ---------------------------------------------------------------------------------- emit
-async def _handed_back(data: Any) -> Any:
-    """What ``emit`` returns for an event no handler but the plugin's sees: the event itself."""
+async def _finished_when_awaited(
+    book: SpanBook, step: StepScope, data: Any, owner: Any, registry: Any, start_ns: int
+) -> Any:
+    """What ``emit`` returns for an event no handler but the plugin's sees: acted on when the
+    agent awaits it, as flowra's own emit would run its handlers (never if it is not awaited;
+    in the task that awaits it), then the event itself."""
+    book.finish_event(step, data, owner, registry, start_ns, None, None, None)
+    if book.run.persist_pending:
+        await book.run.persist()
     return data
 
 
@@ -233,16 +240,15 @@ def _patched_emit(original: Any) -> Any:
                 return original(self, data)
             # The plugin's own handler alone on a plain registry (``hooks.add(OtelHooks())`` and no
             # hook of the user's on this event, the common case): no handler can change the event,
-            # so it is acted on now, and the agent awaits a coroutine that only hands it back: no
-            # ``Event`` envelope, no handler loop, no ledger, as flowra's own emit behaves with a
-            # handler that does nothing. Not a nested emit of the same event (propagate_to's).
+            # so the agent awaits a coroutine that acts on it and hands it back: no ``Event``
+            # envelope, no handler loop, no ledger, as flowra's own emit behaves with a handler
+            # that does nothing. Not a nested emit of the same event (propagate_to's).
             if type(self) is HookRegistry:
                 frames = step.frames
                 if not frames or type(frames[-1].data) is not cls:
                     handlers = handler_map(self).get(cls)
                     if handlers and len(handlers) == 1 and getattr(handlers[0], "__func__", None) in PLUGIN_HANDLERS:
-                        book.finish_event(step, data, handlers[0].__self__, self, time.time_ns(), None, None, None)
-                        return book.persisted(data) if book.run.persist_pending else _handed_back(data)
+                        return _finished_when_awaited(book, step, data, handlers[0].__self__, self, time.time_ns())
             # Otherwise the book runs the handler loop itself: an event no OtelHooks sees (directly
             # or through propagate_to) leaves no trace but a frame, popped when its handlers ran.
             return book.emit(step, original, self, data)

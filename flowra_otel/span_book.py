@@ -97,12 +97,6 @@ class SpanBook:
         self.interrupted = False  # a step raised flowra's interrupt (0.0.7 then ends the whole run)
 
     # ------------------------------------------------------------------ emit (patched)
-    async def persisted(self, data: Any) -> Any:
-        """What ``emit`` hands back once the run's trace link is saved (a durable run's first
-        traced event, or a conversation id learnt later)."""
-        await self.run.persist()
-        return data
-
     async def emit(self, step: StepScope, original: Emit, registry: Any, data: Any) -> Any:
         """flowra's ``emit``, run here, and for the outermost emit of a traced event, finished after.
 
@@ -209,16 +203,16 @@ class SpanBook:
         every hook left: the request that is sent, the tool call that runs.
         """
         try:
+            cls = type(data)
+            if cls is events.AfterLLMCallEvent and step.token is not None:
+                step.detach()  # the provider call returned: its chat span is no longer current
             node = step.node
             if node is None or self.closed:
                 return
             agent = self.agents.get(id(node))
             if agent is None:
                 agent = self._start_agent(node, owner, registry, hook_context, start_ns)
-            cls = type(data)
             if cls is events.AfterLLMCallEvent:
-                if step.token is not None:
-                    step.detach()  # the provider call returned: its chat span is no longer current
                 chat = agent.chat
                 if chat is not None:
                     if exc is not None:
