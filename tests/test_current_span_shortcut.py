@@ -12,12 +12,9 @@ runtime context is a second instance of the SDK's own ``ContextVarsRuntimeContex
 way ``OTEL_PYTHON_CONTEXT`` installs one (as ``opentelemetry.context._RUNTIME_CONTEXT``).
 """
 
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
-from flowra.llm import LLMRequest, LLMResponse
-from flowra.tools import LocalTool, ToolDefinition, ToolExecutionContext, ToolResult
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -26,25 +23,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from flowra_otel import OtelHooks, current_span
-from tests import span_tree
-from tests.conftest import SpanLedger, assert_all_ended, hooks_with
-from tests.flowra_support import (
-    ScriptedProvider,
-    run_tool_loop,
-    text_response,
-    tool_calls_response,
-    tool_loop_runtime,
-    tool_registry,
+from tests.conftest import SpanLedger
+from tests.test_nested_runs_and_exit_paths import (
+    test_http_span_inside_the_provider_call_nests_under_chat_and_only_there as http_spans_nest_under_chat_and_tool,
 )
-
-CHAT = "chat sonnet-4-5"
-
-
-def _probe_tool(handler: Callable[[ToolExecutionContext], Any]) -> LocalTool:
-    return LocalTool(
-        definition=ToolDefinition(name="probe", description="A test tool.", input_schema={"type": "object"}),
-        handler=handler,
-    )
 
 
 @pytest.fixture
@@ -57,46 +39,6 @@ def other_runtime_context() -> Iterator[ContextVarsRuntimeContext]:
         yield other
     finally:
         otel_context._RUNTIME_CONTEXT = original
-
-
-async def _run_with_http_spans(otel_hooks: OtelHooks, tracer_provider: TracerProvider) -> None:
-    http = tracer_provider.get_tracer("http")
-    app = tracer_provider.get_tracer("app")
-
-    def over_http(response: LLMResponse) -> Callable[[LLMRequest], LLMResponse]:
-        def call(request: LLMRequest) -> LLMResponse:
-            with http.start_as_current_span("POST /v1/messages"):
-                return response
-
-        return call
-
-    async def probe(ctx: ToolExecutionContext) -> ToolResult:
-        with app.start_as_current_span("tool work"):
-            return ToolResult(content="probed")
-
-    provider = ScriptedProvider(
-        [over_http(tool_calls_response([("p", "probe", {})])), over_http(text_response("done"))]
-    )
-    async with tool_registry(_probe_tool(probe)) as tools:
-        with app.start_as_current_span("request"):
-            await run_tool_loop(tool_loop_runtime(provider, tools, hooks_with(otel_hooks)), "q")
-
-
-NESTED: list[Any] = [
-    (
-        "request",
-        [
-            (
-                "invoke_agent assistant",
-                [
-                    (CHAT, [("POST /v1/messages", [])]),
-                    ("execute_tool probe", [("tool work", [])]),
-                    (CHAT, [("POST /v1/messages", [])]),
-                ],
-            ),
-        ],
-    )
-]
 
 
 def test_the_shortcut_builds_the_context_the_api_builds() -> None:
@@ -121,15 +63,6 @@ def test_the_shortcut_builds_the_context_the_api_builds() -> None:
     assert otel_context.get_current() is not built
 
 
-async def test_chat_and_tool_spans_are_current_with_the_standard_runtime_context(
-    otel_hooks: OtelHooks, tracer_provider: TracerProvider, span_exporter: InMemorySpanExporter, ledger: SpanLedger
-) -> None:
-    assert current_span.uses_shortcut()
-    await _run_with_http_spans(otel_hooks, tracer_provider)
-    assert span_tree.shape(span_tree.build(span_exporter.get_finished_spans(), ())) == NESTED
-    assert_all_ended(ledger, span_exporter)
-
-
 async def test_another_runtime_context_goes_through_the_api(
     otel_hooks: OtelHooks,
     tracer_provider: TracerProvider,
@@ -138,11 +71,9 @@ async def test_another_runtime_context_goes_through_the_api(
     other_runtime_context: ContextVarsRuntimeContext,
 ) -> None:
     assert not current_span.uses_shortcut(), "another runtime context must not take the shortcut"
-    await _run_with_http_spans(otel_hooks, tracer_provider)
-    # Were the chat and tool contexts written to the standard variable, the HTTP and tool spans
-    # (which read the installed runtime context) would nest under invoke_agent, not under them.
-    assert span_tree.shape(span_tree.build(span_exporter.get_finished_spans(), ())) == NESTED
-    assert_all_ended(ledger, span_exporter)
+    # The HTTP and tool spans of this scenario read the installed runtime context: were the chat
+    # and tool contexts written to the standard variable, they would nest under invoke_agent.
+    await http_spans_nest_under_chat_and_tool(otel_hooks, tracer_provider, span_exporter, ledger)
     token = current_span.attach(Context({"k": "v"}))
     try:
         assert other_runtime_context.get_current() == {"k": "v"}
