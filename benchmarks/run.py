@@ -711,7 +711,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--instructions",
         action="store_true",
-        help="instructions per run under callgrind (deterministic on a noisy machine; ~15 min)",
+        help="instructions per run under callgrind (deterministic on a noisy machine; ~8 min)",
     )
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
