@@ -4,6 +4,11 @@ Run by ``run.py`` with the python of ``benchmarks/.venv-flowra-0.0.93`` (flowra 
 same opentelemetry-sdk version as the main environment); prints one JSON object on stdout.
 
     benchmarks/.venv-flowra-0.0.93/bin/python benchmarks/flowra093_worker.py --runs 100 --block 5
+    benchmarks/.venv-flowra-0.0.93/bin/python benchmarks/flowra093_worker.py --only tracer --runs 24
+
+``--only VARIANT`` sets up that one variant, warms it up and makes ``--runs`` runs, untimed: run
+twice under an instruction counter (two run counts), the difference is its instructions per run
+(``run.py --instructions``).
 
 How flowra 0.0.93's tracer is installed (read from its sdist, ``flowra/ext/otel.py``)::
 
@@ -198,13 +203,42 @@ async def main_async(runs: int, warmup: int, block: int) -> dict[str, Any]:
     }
 
 
+async def plain_runs(variant: str, runs: int, warmup: int) -> dict[str, Any]:
+    """One variant, no timing: ``warmup`` runs, then ``runs`` runs and a flush."""
+    exporter = DropSpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    runtime = build_runtime()
+    if variant == "tracer":
+        OTEL_TRACING.install(runtime)
+    elif variant == "tracer_nosteps":
+        OTEL_TRACING.install(runtime, trace_steps=False)
+    await check_run(runtime)
+    for _ in range(warmup):
+        await run_once(runtime)
+    provider.force_flush()
+    before = exporter.exported
+    gc.collect()
+    for _ in range(runs):
+        await run_once(runtime)
+    provider.force_flush()
+    spans = (exporter.exported - before) / runs if runs else 0.0
+    provider.shutdown()
+    return {"variant": variant, "runs": runs, "spans_per_run": spans}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=100, help="timed runs per variant")
     parser.add_argument("--warmup", type=int, default=10, help="untimed runs per variant first")
     parser.add_argument("--block", type=int, default=5, help="runs of one variant in a row")
+    parser.add_argument("--only", choices=VARIANTS, help="one variant, untimed (for an instruction counter)")
     args = parser.parse_args()
-    json.dump(asyncio.run(main_async(args.runs, args.warmup, args.block)), sys.stdout)
+    if args.only:
+        json.dump(asyncio.run(plain_runs(args.only, args.runs, args.warmup)), sys.stdout)
+    else:
+        json.dump(asyncio.run(main_async(args.runs, args.warmup, args.block)), sys.stdout)
     sys.stdout.write("\n")
 
 

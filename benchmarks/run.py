@@ -49,6 +49,9 @@ WORKER = HERE / "worker.py"
 WORKER_093 = HERE / "flowra093_worker.py"
 VENV_093 = HERE / ".venv-flowra-0.0.93"
 FLOWRA_093 = "0.0.93"
+SPANS_093 = 105
+"""Spans per run of flowra 0.0.93's tracer on this workload, its defaults (the timed comparison shows
+what its exporter received: 105)."""
 
 FLOOR_JOB = ("bare", "floor", "floor_spans")
 PLUGIN_JOB = ("untraced", "plugin", "spans_only")
@@ -632,21 +635,21 @@ INSTR_RUNS = (4, 24)
 
 
 def _callgrind_total(variant: str, runs: int, plan_path: Path) -> subprocess.Popen[str]:
+    worker = [str(WORKER), "runs", "--variant", variant, "--plan", str(plan_path)]
+    return _callgrind(sys.executable, worker, runs)
+
+
+def _callgrind(python: str | Path, worker: list[str], runs: int) -> subprocess.Popen[str]:
     cmd = [
         "valgrind",
         "--tool=callgrind",
         "--callgrind-out-file=/dev/null",
-        sys.executable,
-        str(WORKER),
-        "runs",
-        "--variant",
-        variant,
+        str(python),
+        *worker,
         "--runs",
         str(runs),
         "--warmup",
         str(INSTR_WARMUP),
-        "--plan",
-        str(plan_path),
     ]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
 
@@ -659,7 +662,25 @@ def _collected(proc: subprocess.Popen[str]) -> int:
     raise WorkerError(f"callgrind printed no total (exit {proc.returncode}): {stderr[-800:]}")
 
 
-def run_instructions(folder: Path) -> None:
+def instructions_093(sdk_version: str) -> tuple[float, float] | None:
+    """flowra 0.0.93's bare run and its own tracer (its defaults), in instructions per run, counted
+    the same way in its own venv; None when that venv cannot be built."""
+    try:
+        python = ensure_venv_093(sdk_version)
+    except Exception as exc:  # no registry access, say: the rest of the report stands
+        log(f"  flowra {FLOWRA_093}: no venv ({exc}); its instructions are left out")
+        return None
+    per_run: dict[str, float] = {}
+    low, high = INSTR_RUNS
+    for variant in ("bare", "tracer"):
+        log(f"  callgrind: flowra {FLOWRA_093} {variant} ({low} and {high} runs)")
+        procs = [_callgrind(python, [str(WORKER_093), "--only", variant], n) for n in (low, high)]
+        a, b = (_collected(p) for p in procs)
+        per_run[variant] = (b - a) / (high - low)
+    return per_run["bare"], per_run["tracer"]
+
+
+def run_instructions(folder: Path, sdk_version: str, skip_093: bool) -> None:
     """Instructions per run of each variant, counted by callgrind: the same for the same code
     whatever else the machine does, so small differences are visible where CPU time is noise.
 
@@ -687,10 +708,22 @@ def run_instructions(folder: Path) -> None:
     vs_floor = (per_run["plugin"] - bare) / (per_run["floor"] - bare)
     spans_vs_floor = (per_run["spans_only"] - bare) / (per_run["floor_spans"] - bare)
     untraced = per_run["untraced"] / bare - 1
+    spans_per_span = (per_run["spans_only"] - bare) / 42
+    theirs = None if skip_093 else instructions_093(sdk_version)
+    their_per_span = float("nan")
+    if theirs is not None:
+        bare_093, tracer_093 = theirs
+        their_per_span = (tracer_093 - bare_093) / SPANS_093
+        out(
+            f"  flowra {FLOWRA_093}: bare {bare_093 / 1e6:.2f} M, its own tracer {tracer_093 / 1e6:.2f} M "
+            f"({pct(tracer_093 / bare_093 - 1)}, {SPANS_093} spans): {their_per_span / 1e3:.1f} K per span; "
+            f"flowra-otel spans only: {spans_per_span / 1e3:.1f} K per span (42 spans)"
+        )
     out()
     out(
         f"instructions: overhead_vs_floor={vs_floor:.2f}x spans_only_vs_floor={spans_vs_floor:.2f}x "
-        f"untraced={untraced * 100:+.2f}%"
+        f"untraced={untraced * 100:+.2f}% spans_only_per_span={spans_per_span / 1e3:.1f}K "
+        f"flowra093_per_span={their_per_span / 1e3:.1f}K"
     )
 
 
@@ -736,7 +769,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="flowra-otel-bench-") as tmp:
         folder = Path(tmp)
         if args.instructions:
-            run_instructions(folder)
+            run_instructions(folder, sdk_version, args.skip_093)
             out(f"({time.perf_counter() - started:.0f}s)")
             return 0
         if args.scale:
