@@ -211,7 +211,7 @@ class ChatInvocation:
             first_chunk = self.first_chunk_ns
             try:
                 instruments.record_chat(
-                    instruments.chat_attributes(self.provider, self.model, self.agent_name, self.metric_extra),
+                    self._metric_attributes(),
                     duration_s=(end_ns - self.start_ns) / 1e9,
                     error=metric_error,
                     first_chunk_s=(first_chunk - self.start_ns) / 1e9 if first_chunk is not None else None,

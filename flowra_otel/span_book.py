@@ -100,13 +100,14 @@ class SpanBook:
     async def emit(self, step: StepScope, original: Emit, registry: Any, data: Any) -> Any:
         """flowra's ``emit``, run here, and for the outermost emit of a traced event, finished after.
 
-        The patch takes a faster path for an event the plugin's own handler alone sees on a plain
-        registry (``patches.emit``): it calls ``finish_event`` at once. Every other traced event
-        comes here. One coroutine per event: for a plain ``HookRegistry`` the handler loop is flowra's own
-        (same ``Event`` envelope, same live handler list, same order, same awaiting; identical in
-        0.0.3 - 0.0.8), run here so that an ``OtelHooks`` handler is a claim made in place (no call,
-        no context lookup), and the redaction ledger sees each other handler's change. A registry
-        subclass keeps its own ``emit``; its ``OtelHooks`` handlers then claim when called.
+        An event the plugin's own handler alone sees on a plain registry takes the emit patch's
+        faster path (a coroutine that calls ``finish_event`` when awaited); every other traced
+        event comes here. One coroutine per event: for a plain ``HookRegistry`` the handler loop is
+        flowra's own (same ``Event`` envelope, same live handler list, same order, same awaiting;
+        identical in 0.0.3 - 0.0.8), run here so that an ``OtelHooks`` handler is a claim made in
+        place (no call, no context lookup), and the redaction ledger sees each other handler's
+        change. A registry subclass keeps its own ``emit``; its ``OtelHooks`` handlers then claim
+        when called.
         """
         cls = type(data)
         frames = step.frames
