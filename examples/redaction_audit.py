@@ -43,7 +43,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from flowra_otel import OtelHooks
-from flowra_otel.audit import audit_file, render_text
+from flowra_otel.core.audit import audit_file, render_text
 
 API_KEY = "sk-proj-" + "Zx81Qa" * 5
 EMAIL = "alice@example.com"

@@ -12,7 +12,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import __version__, audit
+from . import __version__
+from .core import audit
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -1,47 +1,37 @@
-"""``OtelHooks``: the flowra ``HookProvider`` users add with one line.
+"""``OtelHooks``: the one object users create, on either flowra API line.
 
-    hooks.add(OtelHooks())
+    OtelHooks().install(runtime)      # flowra 0.0.86 - 0.0.93 (and 0.0.3 - 0.0.8)
+    hooks.add(OtelHooks())            # flowra 0.0.3 - 0.0.8, the HookProvider way
 
-It subscribes to the tool-loop events (never to the streaming delta events: a delta handler
-would switch flowra to streaming) and hands each event to the run's ``SpanBook``. The book,
-not this object, holds per-run state, so one ``OtelHooks`` can serve many registries,
-runtimes and concurrent runs.
+Why a facade: the options, their checks and their documentation are the same on both lines (the
+core's ``Telemetry.build``), while what subscribes to flowra's events is not. This object checks
+the installed flowra first (``UnsupportedFlowraError`` names the supported releases), validates
+the options, and hands the resulting ``Telemetry`` to the installed line's adapter, which it
+imports only then.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final
+from typing import Any
 
-from opentelemetry import metrics as otel_metrics
-from opentelemetry import trace
-from opentelemetry.metrics import Meter, MeterProvider, NoOpMeterProvider
-from opentelemetry.trace import NoOpTracerProvider, Tracer, TracerProvider
+from opentelemetry.metrics import MeterProvider
+from opentelemetry.trace import TracerProvider
 from opentelemetry.util.types import AttributeValue
 
-from . import __version__, patches, registry_view, semconv
-from ._flowra import DELTA_EVENTS, SPAN_EVENTS, TRACED_EVENTS, HookContext, HookRegistry, registry_handlers
-from .content import DEFAULT_MAX_CONTENT_LENGTH, ContentPolicy, Redactor
-from .instruments import Instruments
-from .options import (
-    NameOverride,
-    TraceOptions,
-    capture_content_from_env,
-    metrics_enabled_from_env,
-    validate_attributes,
-    validate_bool_or_none,
-    validate_conversation_id,
-    validate_metric_metadata_keys,
-    validate_override,
-    validate_redactor,
-)
-
-logger = logging.getLogger("flowra_otel")
+from . import adapters
+from .core.content import DEFAULT_MAX_CONTENT_LENGTH, Redactor
+from .core.options import NameOverride, TraceOptions
+from .core.telemetry import Telemetry
 
 
 class OtelHooks:
-    """Turn every flowra agent run on a registry into GenAI-semconv spans and metrics.
+    """Turn every flowra agent run into GenAI-semconv spans and metrics.
+
+    One object, both flowra API lines::
+
+        OtelHooks().install(runtime)      # any supported flowra: every agent of the runtime
+        hooks.add(OtelHooks())            # flowra 0.0.3 - 0.0.8: the HookRegistry your agents get
 
     Args:
         tracer_provider: where spans go; default the global tracer provider.
@@ -55,7 +45,7 @@ class OtelHooks:
             a span (a second line of defence after your redaction hooks).
         redact_secrets: also replace common secret shapes (API keys, bearer tokens, e-mails,
             card numbers) with ``[REDACTED:<kind>]``; True for all, or an iterable of names
-            from ``flowra_otel.content.BUILTIN_SECRET_PATTERNS``.
+            from ``flowra_otel.core.content.BUILTIN_SECRET_PATTERNS``.
         max_content_length: the size budget of each content attribute, applied *inside* the JSON
             (long leaves cut with a visible marker, oldest messages dropped first), so every value
             stays valid JSON; None for no limit.
@@ -75,12 +65,13 @@ class OtelHooks:
             token once.
 
     Raises:
+        UnsupportedFlowraError: the installed flowra is not a supported release (or is missing).
         TypeError: an option of the wrong type (an async callable included), at construction.
         ValueError: an option of the right type but a bad value (a length below 1, an HMAC key
             under 16 bytes, an unknown secret pattern, bad or too many metric metadata keys).
     """
 
-    __slots__ = ("_auto", "_disabled", "instruments", "options", "tracer")
+    __slots__ = ("_adapter", "telemetry")
 
     def __init__(
         self,
@@ -100,144 +91,64 @@ class OtelHooks:
         metric_attributes_from_metadata: Iterable[str] | None = None,
         openinference: bool = False,
     ) -> None:
-        _check_instance("tracer_provider", tracer_provider, TracerProvider)
-        _check_instance("meter_provider", meter_provider, MeterProvider)
-        capture = validate_bool_or_none("capture_content", capture_content)
-        redact = validate_redactor(redact)
-        _check_redact_secrets(redact_secrets)
-        _check_max_length(max_content_length)
-        record_metrics = validate_bool_or_none("metrics", metrics)
-        if record_metrics is None:
-            record_metrics = metrics_enabled_from_env()
-        if validate_bool_or_none("openinference", openinference) is None:
-            msg = "openinference must be True or False, got None"
-            raise TypeError(msg)
-        self.options: Final[TraceOptions] = TraceOptions(
-            capture_content=capture if capture is not None else capture_content_from_env(),
-            agent_name=validate_override("agent_name", agent_name),
-            provider_name=validate_override("provider_name", provider_name),
-            content=ContentPolicy.build(redact=redact, redact_secrets=redact_secrets, max_length=max_content_length),
-            redaction_hmac_key=_hmac_key(redaction_hmac_key),
-            conversation_id=validate_conversation_id(conversation_id),
-            attributes=validate_attributes(attributes),
+        line = adapters.current()  # first: an unsupported flowra is the error to report
+        self.telemetry = Telemetry.build(
+            tracer_provider=tracer_provider,
+            meter_provider=meter_provider,
+            capture_content=capture_content,
+            agent_name=agent_name,
+            provider_name=provider_name,
+            redact=redact,
+            redact_secrets=redact_secrets,
+            max_content_length=max_content_length,
+            redaction_hmac_key=redaction_hmac_key,
+            conversation_id=conversation_id,
+            attributes=attributes,
+            metrics=metrics,
+            metric_attributes_from_metadata=metric_attributes_from_metadata,
             openinference=openinference,
-            metric_metadata_keys=validate_metric_metadata_keys(metric_attributes_from_metadata),
         )
-        self.tracer: Final[Tracer] = trace.get_tracer(
-            semconv.INSTRUMENTATION_NAME, __version__, tracer_provider, schema_url=semconv.SCHEMA_URL
-        )
-        meter: Meter = otel_metrics.get_meter(
-            semconv.INSTRUMENTATION_NAME,
-            __version__,
-            meter_provider if record_metrics else NoOpMeterProvider(),
-            schema_url=semconv.SCHEMA_URL,
-        )
-        self.instruments: Final[Instruments] = Instruments(meter, enabled=record_metrics)
-        # tracer, instruments and options are plain read-only (Final) attributes, not properties:
-        # the invocation objects read them for every span and metric record.
-        self._auto = False  # True only for the zero-code instrumentor's instance
-        # Explicit no-op providers for both signals: nothing could ever be recorded, so subscribe
-        # to nothing and patch nothing (tracing "off" then costs nothing). The global providers
-        # are not judged here: a proxy may become real after this object is built.
-        self._disabled = isinstance(tracer_provider, NoOpTracerProvider) and (
-            not record_metrics or isinstance(meter_provider, NoOpMeterProvider)
-        )
-        if not self._disabled:
-            patches.install()
+        self._adapter: Any = line.Adapter(self.telemetry)
 
-    def register_hooks(self, registry: HookRegistry) -> None:
-        """``HookProvider`` protocol: subscribe to the tool-loop events on ``registry``.
+    @property
+    def options(self) -> TraceOptions:
+        """The validated options (frozen)."""
+        return self.telemetry.options
 
-        An ``OtelHooks`` the app adds itself takes over from the one the zero-code
-        instrumentor put on the registry, so the app's own options (content capture,
-        redaction, providers) are the ones that apply.
-        """
-        if not self._auto:
-            _drop_auto_handlers(registry)
-        if self._disabled:
-            return
-        for event_type in SPAN_EVENTS:
-            registry.on(event_type, self._on_event)
+    def install(self, runtime: Any) -> None:
+        """Trace every agent run of ``runtime`` (a flowra ``AgentRuntime``), nested runs included.
+
+        Call it once per runtime, before its first run."""
+        self._adapter.install(runtime)
+
+    def register_hooks(self, registry: Any) -> None:
+        """flowra 0.0.3 - 0.0.8's ``HookProvider`` protocol (``hooks.add(OtelHooks())``): subscribe
+        to the tool-loop events on ``registry``."""
+        register = getattr(self._adapter, "register_hooks", None)
+        if register is None:
+            msg = (
+                f"register_hooks / hooks.add(...) is the flowra 0.0.3 - 0.0.8 API; on flowra "
+                f"{adapters.flowra_version()} use OtelHooks().install(runtime)"
+            )
+            raise TypeError(msg)
+        register(registry)
 
     @staticmethod
-    def child_registry(
-        parent: HookRegistry, *, agent_path: str | None = None, agent_type: type[Any] | None = None
-    ) -> HookRegistry:
-        """An isolated child registry for a sub-agent that still traces into ``parent``.
-
-        Use it where a parent agent gives its children their own registry
-        (``services.provide(HookRegistry, OtelHooks.child_registry(hooks, agent_path="planner"))``).
-        It forwards the tool-loop events to ``parent`` (so the parent's ``OtelHooks`` and any
-        redaction hooks there see them, once) and stamps ``HookContext(agent_path=...)``, which
-        becomes the child's ``gen_ai.agent.name``. Streaming delta events are forwarded only if
-        ``parent`` already has delta handlers: forwarding them otherwise would switch the child
-        agent to streaming.
-        """
-        context = HookContext(agent_type=agent_type, agent_path=agent_path) if agent_path is not None else None
-        child = HookRegistry(context=context)
-        forwarded = list(TRACED_EVENTS) + [t for t in DELTA_EVENTS if parent.has_handlers(t)]
-        child.propagate_to(parent, only=forwarded)
-        return child
-
-    def _on_event(self, event: Any) -> None:
-        step = patches.current_step()
-        if step is None:
-            return
-        try:
-            step.book.claim(self, step, event.data, event.context)
-        except Exception:
-            logger.exception("flowra_otel: internal error handling %s; the agent is unaffected", type(event.data))
+    def child_registry(parent: Any, *, agent_path: str | None = None, agent_type: type[Any] | None = None) -> Any:
+        """flowra 0.0.3 - 0.0.8: an isolated child ``HookRegistry`` for a sub-agent that still
+        traces into ``parent`` (see ``HookRegistryAdapter.child_registry``)."""
+        line = adapters.current()
+        make = getattr(line.Adapter, "child_registry", None)
+        if make is None:
+            msg = (
+                f"child_registry is for flowra 0.0.3 - 0.0.8; on flowra {adapters.flowra_version()} every "
+                "agent of a runtime is traced after OtelHooks().install(runtime)"
+            )
+            raise TypeError(msg)
+        return make(parent, agent_path=agent_path, agent_type=agent_type)
 
     def __repr__(self) -> str:
         return f"OtelHooks(capture_content={self.options.capture_content})"
 
 
-registry_view.PLUGIN_HANDLERS.add(OtelHooks._on_event)
-
-
-def _drop_auto_handlers(registry: HookRegistry) -> None:
-    for event_type in TRACED_EVENTS:
-        current = registry_handlers(registry, event_type)
-        if current:
-            current[:] = [
-                h for h in current if not (isinstance(owner := getattr(h, "__self__", None), OtelHooks) and owner._auto)
-            ]
-
-
-def _check_instance(name: str, value: object, cls: type) -> None:
-    if value is not None and not isinstance(value, cls):
-        msg = f"{name} must be an opentelemetry {cls.__name__} or None, got {type(value).__name__}"
-        raise TypeError(msg)
-
-
-def _check_redact_secrets(value: object) -> None:
-    if isinstance(value, bool):
-        return
-    if isinstance(value, str) or not isinstance(value, Iterable):
-        msg = f"redact_secrets must be a bool or an iterable of pattern names, got {value!r}"
-        raise TypeError(msg)
-
-
-def _check_max_length(value: object) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int):
-        msg = f"max_content_length must be an int or None, got {value!r}"
-        raise TypeError(msg)
-    if value < 1:
-        msg = f"max_content_length must be at least 1, got {value}"
-        raise ValueError(msg)
-
-
-def _hmac_key(value: object) -> bytes | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = value.encode("utf-8")
-    if not isinstance(value, bytes):
-        msg = f"redaction_hmac_key must be bytes, str or None, got {type(value).__name__}"
-        raise TypeError(msg)
-    if len(value) < 16:
-        msg = "redaction_hmac_key must be at least 16 bytes long"
-        raise ValueError(msg)
-    return value
+__all__ = ["OtelHooks"]

@@ -1,160 +1,16 @@
-"""Zero-code instrumentation: ``opentelemetry-instrument python app.py`` traces a flowra app.
+"""Zero-code instrumentation entry point (``opentelemetry-instrument python app.py``).
 
-The ``opentelemetry_instrumentor`` entry point ``flowra`` names `FlowraInstrumentor`, so
-``opentelemetry-instrument`` (from ``opentelemetry-distro``) finds it by itself; in code::
-
-    from flowra_otel.instrumentor import FlowraInstrumentor
-    FlowraInstrumentor().instrument()          # before the app builds its HookRegistry / AgentRuntime
-
-How: flowra agents emit their events on a ``flowra.agent.HookRegistry`` (the app's own, or the
-one ``AgentRuntime`` / older ``ToolLoopAgent`` versions create when none is given). Instrumenting
-wraps ``HookRegistry.__init__`` so that every registry created from then on carries one shared
-`OtelHooks`, exactly as if the app had written ``hooks.add(OtelHooks())``. Registries that already
-exist are left alone. A child registry (``OtelHooks.child_registry``, or any registry that
-forwards with ``propagate_to``) gets the hooks too; that is harmless, as each event is traced
-once, by the first ``OtelHooks`` that sees it. An `OtelHooks` the app adds itself to a registry
-replaces the instrumentor's on that registry, so the app's own options (content capture,
-redaction, providers) always apply to its agents.
-
-Keyword arguments of ``instrument()`` are passed to `OtelHooks` (``tracer_provider``,
-``meter_provider``, ``capture_content``, ...); without them the global providers are used (set
-up by ``opentelemetry-instrument`` before instrumentors run) and content capture follows
-``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``.
-
-Nothing exported is the classic zero-code failure: ``opentelemetry-instrument`` without
-``opentelemetry-distro`` (or with ``OTEL_TRACES_EXPORTER=none``) loads the instrumentors but
-installs no tracer provider, so the app runs, traces nothing visible and says nothing. When the
-first ``HookRegistry`` is created after ``instrument()`` (without an explicit ``tracer_provider``)
-and the global tracer provider is still the API's placeholder, a warning says so, once per
-process, with the fix. It is checked then and not inside ``instrument()``, because an app may
-instrument first and call ``configure_telemetry()`` right after.
-
-``uninstrument()`` puts ``HookRegistry.__init__`` back and removes the plugin's patches of flowra
-(``patches.uninstall()``), so nothing is traced any more, explicitly added `OtelHooks` included,
-until the patches are installed again (by building an `OtelHooks`, or instrumenting again).
-Registries created while instrumented keep their `OtelHooks` handlers: flowra offers no way to
-remove a handler, and they are inert without the patches.
+The ``opentelemetry_instrumentor`` entry point ``flowra`` names ``FlowraInstrumentor`` here; it
+is the installed flowra line's instrumentor (``flowra_otel.adapters.<line>.instrumentor``, which
+needs the ``[instrument]`` extra). On a flowra this package does not support, importing it raises
+``UnsupportedFlowraError``, which ``opentelemetry-instrument`` reports (and the app runs untraced).
 """
 
-from __future__ import annotations
+import importlib
+from typing import Any
 
-import logging
-import os
-import threading
-from collections.abc import Collection
-from typing import TYPE_CHECKING, Any, Final
+from . import adapters
 
-import wrapt
-from opentelemetry import trace
-from opentelemetry.sdk.environment_variables import OTEL_SDK_DISABLED
-
-from . import patches
-from ._flowra import HookRegistry
-from .hooks import OtelHooks
-
-if TYPE_CHECKING:
-    # opentelemetry-instrumentation marks its instrumentor module ``# type: ignore`` (so to mypy it
-    # is empty): this typed stand-in declares the part of BaseInstrumentor's API used here.
-    class BaseInstrumentor:
-        def instrument(self, **kwargs: Any) -> Any: ...
-        def uninstrument(self, **kwargs: Any) -> Any: ...
-        @property
-        def is_instrumented_by_opentelemetry(self) -> bool: ...
-        def _check_dependency_conflicts(self) -> Any: ...
-        def instrumentation_dependencies(self) -> Collection[str]: ...
-        def _instrument(self, **kwargs: Any) -> Any: ...
-        def _uninstrument(self, **kwargs: Any) -> Any: ...
-
-else:
-    from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
+FlowraInstrumentor: Any = importlib.import_module(f"{adapters.current().__name__}.instrumentor").FlowraInstrumentor
 
 __all__ = ["FlowraInstrumentor"]
-
-logger = logging.getLogger("flowra_otel")
-
-_INSTRUMENTS: Final = ("flowra >= 0.0.3, < 0.0.9",)
-_INIT: Final = "__init__"
-
-_lock = threading.Lock()
-_state: dict[str, Any] = {}
-"""``original``: ``HookRegistry.__dict__['__init__']`` before wrapping; ``hooks``: the shared
-`OtelHooks`; ``check_provider``: whether the next new registry should look for a tracer provider.
-Module state, not instance state: `BaseInstrumentor` is a singleton whose ``__init__`` runs again
-on every ``FlowraInstrumentor()``."""
-
-
-NO_PROVIDER_WARNING: Final = (
-    "flowra_otel: FlowraInstrumentor is tracing flowra agents, but no OpenTelemetry tracer provider "
-    "is installed, so their spans go nowhere. With opentelemetry-instrument: install "
-    "opentelemetry-distro (pip install 'flowra-otel[instrument]') and set OTEL_EXPORTER_OTLP_ENDPOINT "
-    "(or OTEL_TRACES_EXPORTER=console). In code: call flowra_otel.export.configure_telemetry() before "
-    "the agents are built, or pass instrument(tracer_provider=...)."
-)
-_warned_no_provider = False
-
-
-def _warn_if_spans_go_nowhere() -> None:
-    """Warn once per process if the global tracer provider is still the API's placeholder."""
-    global _warned_no_provider  # noqa: PLW0603 -- once per process, as the warning promises
-    if _state.pop("check_provider", False) is not True or _warned_no_provider:
-        return
-    if os.environ.get(OTEL_SDK_DISABLED, "").strip().lower() == "true":
-        return  # switched off on purpose
-    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
-        _warned_no_provider = True
-        logger.warning(NO_PROVIDER_WARNING)
-
-
-def _registry_init_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> None:
-    wrapped(*args, **kwargs)
-    hooks = _state.get("hooks")
-    if hooks is None:
-        return
-    if "check_provider" in _state:
-        try:
-            _warn_if_spans_go_nowhere()
-        except Exception:
-            logger.debug("flowra_otel: could not check the global tracer provider", exc_info=True)
-    try:
-        instance.add(hooks)
-    except Exception:
-        logger.exception("flowra_otel: could not add OtelHooks to a new HookRegistry; the agent is unaffected")
-
-
-def _is_wrapped() -> bool:
-    current = HookRegistry.__dict__.get(_INIT)
-    return isinstance(current, wrapt.FunctionWrapper) and getattr(current, "_self_wrapper", None) is (
-        _registry_init_wrapper
-    )
-
-
-class FlowraInstrumentor(BaseInstrumentor):
-    """Adds an `OtelHooks` to every flowra ``HookRegistry`` created while instrumented."""
-
-    def instrumentation_dependencies(self) -> Collection[str]:
-        return _INSTRUMENTS
-
-    def _instrument(self, **kwargs: Any) -> None:
-        hooks = OtelHooks(**kwargs)  # validates the options, installs the patches
-        hooks._auto = True  # an OtelHooks the app adds to a registry replaces this one there
-        with _lock:
-            _state["hooks"] = hooks
-            _state["check_provider"] = kwargs.get("tracer_provider") is None
-            if not _is_wrapped():
-                _state["original"] = HookRegistry.__dict__[_INIT]
-                wrapt.wrap_function_wrapper(HookRegistry, _INIT, _registry_init_wrapper)
-
-    def _uninstrument(self, **kwargs: Any) -> None:
-        with _lock:
-            original = _state.pop("original", None)
-            _state.pop("hooks", None)
-            _state.pop("check_provider", None)
-            if original is not None and _is_wrapped():
-                setattr(HookRegistry, _INIT, original)
-        patches.uninstall()
-
-    @property
-    def hooks(self) -> OtelHooks | None:
-        """The `OtelHooks` added to new registries while instrumented, else None."""
-        hooks: OtelHooks | None = _state.get("hooks")
-        return hooks

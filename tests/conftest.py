@@ -27,7 +27,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from flowra_otel import OtelHooks
-from flowra_otel import patches as otel_patches
+from flowra_otel.adapters.hook_registry import patches as otel_patches
 from tests.semconv_conformance import check_metrics, check_spans
 
 

@@ -23,7 +23,8 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace import Span as SdkSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from flowra_otel import OtelHooks, semconv
+from flowra_otel import OtelHooks
+from flowra_otel.core import semconv
 from tests.conftest import SpanLedger, assert_all_ended, hooks_with
 from tests.flowra_support import (
     HAS_AGENT_TOOLS,

@@ -23,7 +23,8 @@ from flowra.llm import TextBlock, UserMessage
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from flowra_otel import OtelHooks, semconv
+from flowra_otel import OtelHooks
+from flowra_otel.core import semconv
 from flowra_otel.testing import assert_no_leak, find_leaks
 from tests.conftest import SpanLedger, assert_all_ended, hooks_with
 from tests.flowra_support import (

@@ -19,9 +19,9 @@ import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 
-from flowra_otel import redaction, semconv
 from flowra_otel.__main__ import main
-from flowra_otel.audit import EXIT_BAD_INPUT, EXIT_CLEAN, EXIT_LEAK, audit_file
+from flowra_otel.core import redaction, semconv
+from flowra_otel.core.audit import EXIT_BAD_INPUT, EXIT_CLEAN, EXIT_LEAK, audit_file
 from tests.otlp_receiver import AttrValue, SpanRecord
 from tests.test_otlp_export_end_to_end import (
     REDACTED,

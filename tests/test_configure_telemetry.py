@@ -30,7 +30,7 @@ from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, InMemoryMetr
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from flowra_otel.console import ConsoleTreeExporter
+from flowra_otel.core.console import ConsoleTreeExporter
 from flowra_otel.export import (
     DEFAULT_TIMEOUT_MILLIS,
     TelemetryHandles,

@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from flowra_otel.console import DEFAULT_ATTRIBUTES, ConsoleTreeExporter, format_duration_ms
+from flowra_otel.core.console import DEFAULT_ATTRIBUTES, ConsoleTreeExporter, format_duration_ms
 
 T0 = 1_700_000_000_000_000_000
 """An arbitrary epoch in nanoseconds; every span time is T0 + some milliseconds."""

@@ -23,6 +23,7 @@ import pytest
 from flowra.llm import (
     AssistantMessage,
     ImageBlock,
+    LLMRequest,
     Message,
     SystemMessage,
     TextBlock,
@@ -33,8 +34,9 @@ from flowra.llm import (
 )
 from flowra.llm.tools import Tool
 
-from flowra_otel.bounded_json import MAX_DEPTH, OMITTED_KEY
-from flowra_otel.content import (
+from flowra_otel.adapters.hook_registry.messages import MESSAGES
+from flowra_otel.core.bounded_json import MAX_DEPTH, OMITTED_KEY
+from flowra_otel.core.content import (
     MESSAGE_OMITTED,
     OMITTED_MESSAGES,
     REDACTION_FAILED,
@@ -42,7 +44,7 @@ from flowra_otel.content import (
     ContentPolicy,
     ContentRenderer,
 )
-from flowra_otel.options import validate_conversation_id, validate_override, validate_redactor
+from flowra_otel.core.options import validate_conversation_id, validate_override, validate_redactor
 from tests import legacy_content
 
 SCHEMAS = Path(__file__).parent / "semconv"
@@ -97,7 +99,12 @@ def is_valid(name: str, text: str) -> bool:
 def renderer(max_length: int | None = 32_768, **options: Any) -> ContentRenderer:
     return ContentPolicy.build(
         redact=options.get("redact"), redact_secrets=options.get("redact_secrets", False), max_length=max_length
-    ).renderer()
+    ).renderer(MESSAGES)
+
+
+def request(messages: list[Message]) -> LLMRequest:
+    """A request carrying ``messages`` (system messages among them, as flowra 0.0.3 - 0.0.8 sends)."""
+    return LLMRequest(model="m", messages=messages)
 
 
 def legacy(max_length: int | None = 32_768, **options: Any) -> legacy_content.ContentPolicy:
@@ -142,7 +149,7 @@ def all_strings(value: Any) -> Iterator[str]:
 def test_prompt_of_any_size_is_valid_json_within_the_budget(size: int) -> None:
     budget = 32_768
     messages: list[Message] = [SystemMessage(blocks=[TextBlock(text="Be brief. " * (size // 10))]), user("q" * size)]
-    system, history = renderer(budget).input_messages(messages)
+    system, history = renderer(budget).request_messages(request(messages))
     assert system is not None
     instructions = valid("system-instructions", system)
     value = valid("input-messages", history)
@@ -169,7 +176,7 @@ def test_legacy_string_cut_of_a_100_kb_prompt_fails_the_same_validation() -> Non
 def test_a_10_mb_tool_result_in_history_and_on_the_tool_span() -> None:
     big = "r" * (10 * 1024 * 1024)
     r = renderer()
-    _, history = r.input_messages([user("go"), call("c1", "dump", {}), results(("c1", big))])
+    _, history = r.request_messages(request([user("go"), call("c1", "dump", {}), results(("c1", big))]))
     value = valid("input-messages", history)
     assert len(history) <= 32_768
     assert [m["role"] for m in value][-1] == "tool"
@@ -205,7 +212,7 @@ def test_oldest_messages_are_dropped_first_behind_a_marker_message() -> None:
     history: list[Message] = [user("start")]
     for i in range(200):
         history += [call(f"c{i}", "lookup", {"i": i}), results((f"c{i}", f"result {i} " + "z" * 500))]
-    _, text = renderer(8_000).input_messages(history)
+    _, text = renderer(8_000).request_messages(request(history))
     value = valid("input-messages", text)
     assert len(text) <= 8_000
     marker = value[0]
@@ -219,7 +226,7 @@ def test_oldest_messages_are_dropped_first_behind_a_marker_message() -> None:
 def test_a_newest_message_too_big_for_the_budget_is_shrunk_inside_its_parts() -> None:
     arguments = {f"k{i}": "v" * 2_000 for i in range(50)}
     r = renderer(4_000)
-    _, text = r.input_messages([user("a"), call("c1", "bulk", arguments)])
+    _, text = r.request_messages(request([user("a"), call("c1", "bulk", arguments)]))
     value = valid("input-messages", text)
     assert len(text) <= 4_000
     assert value[-1]["role"] == "assistant"
@@ -240,7 +247,7 @@ def test_a_card_number_stored_as_a_json_number_stays_valid_json() -> None:
     r = renderer(redact_secrets=True)
     args = valid("tool-call-arguments", r.tool_arguments(arguments))
     assert args == {"customer_id": "[REDACTED:card_number]", "contact": "[REDACTED:email]", "count": 3, "ratio": 0.5}
-    _, history = r.input_messages([user("pay"), call("c1", "charge", arguments)])
+    _, history = r.request_messages(request([user("pay"), call("c1", "charge", arguments)]))
     (part,) = valid("input-messages", history)[-1]["parts"]
     assert part["arguments"]["customer_id"] == "[REDACTED:card_number]"
     output = valid("output-messages", r.output_messages(call("c1", "charge", arguments), "tool_call"))
@@ -300,7 +307,9 @@ def test_a_raising_redactor_withholds_each_leaf_and_logs_once(caplog: pytest.Log
     r = renderer(redact=broken)
     with caplog.at_level(logging.ERROR, logger="flowra_otel"):
         args = valid("tool-call-arguments", r.tool_arguments({"city": "Oslo", "n": 4}))
-        _, history = r.input_messages([user("Oslo?"), call("c1", "w", {"city": "Oslo"}), results(("c1", "Cold."))])
+        _, history = r.request_messages(
+            request([user("Oslo?"), call("c1", "w", {"city": "Oslo"}), results(("c1", "Cold."))])
+        )
         text = r.text("Oslo is cold")
     assert args == {REDACTION_FAILED: REDACTION_FAILED, f"{REDACTION_FAILED} #2": REDACTION_FAILED}
     messages = valid("input-messages", history)
@@ -331,7 +340,7 @@ def test_images_become_blob_parts_and_huge_ones_are_cut_inside_the_part() -> Non
             ImageBlock(data=big, media_type="image/png"),
         ]
     )
-    _, text = renderer(32_768).input_messages([message])
+    _, text = renderer(32_768).request_messages(request([message]))
     (value,) = valid("input-messages", text)
     assert len(text) <= 32_768
     text_part, blob, huge = value["parts"]
@@ -356,7 +365,7 @@ def test_deeply_nested_tool_input(depth: int) -> None:
     for _ in range(MAX_DEPTH - 1):
         value = value["d"]
     assert value["d"].startswith("…[flowra_otel: nested deeper than")
-    _, history = r.input_messages([user("deep"), call("c1", "deep", nested(depth))])
+    _, history = r.request_messages(request([user("deep"), call("c1", "deep", nested(depth))]))
     valid("input-messages", history)
     assert legacy().render(nested(200_000)) == '"<unserialisable dict>"'  # the old placeholder lost everything
 
@@ -428,7 +437,7 @@ def test_lone_surrogates_become_replacement_characters_everywhere() -> None:
     assert args == {fixed: fixed}
     assert valid("tool-call-result", r.tool_result(nasty)) == {"content": fixed}
     assert r.text(nasty) == fixed
-    _, history = r.input_messages([user(nasty)])
+    _, history = r.request_messages(request([user(nasty)]))
     assert valid("input-messages", history)[0]["parts"][0]["content"] == fixed
 
 
@@ -462,7 +471,7 @@ def test_one_tool_message_per_parallel_tool_response() -> None:
             TextBlock(text="and then?"),
         ]
     )
-    _, history = r.input_messages([user("go"), user_message])
+    _, history = r.request_messages(request([user("go"), user_message]))
     value = valid("input-messages", history)
     assert [(m["role"], [p.get("id") for p in m["parts"]]) for m in value] == [
         ("user", [None]),
@@ -525,22 +534,22 @@ def test_each_message_is_rendered_once_per_run() -> None:
     r = renderer(None, redact=counting)
     history: list[Message] = [SystemMessage(blocks=[TextBlock(text="sys")]), user("u0")]
     for i in range(50):
-        r.input_messages(history)
+        r.request_messages(request(history))
         history = [*history, call(f"c{i}", "t", {"i": i}), results((f"c{i}", f"r{i}"))]
-    final_system, final_history = r.input_messages(history)
+    final_system, final_history = r.request_messages(request(history))
     assert seen.count("sys") == 1
     assert seen.count("u0") == 1
     assert seen.count("r0") == 1 and seen.count("r49") == 1
     fresh = renderer(None, redact=counting)
-    assert fresh.input_messages(history) == (final_system, final_history)  # the cache changes nothing
+    assert fresh.request_messages(request(history)) == (final_system, final_history)  # the cache changes nothing
 
 
 def test_a_block_replaced_in_place_in_the_history_is_rendered_again() -> None:
     r = renderer()
     message = user(f"mail {EMAIL}")
-    _, before = r.input_messages([message])
+    _, before = r.request_messages(request([message]))
     message.blocks[0] = TextBlock(text="mail ***")  # a hook redacting the history in place
-    _, after = r.input_messages([message])
+    _, after = r.request_messages(request([message]))
     assert EMAIL in before
     assert EMAIL not in after and "mail ***" in after
 

@@ -42,11 +42,12 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Link, Status, StatusCode
 
-from flowra_otel import OtelHooks, semconv
-from flowra_otel.bounded_json import OMITTED_KEY, OVER_BUDGET
-from flowra_otel.content import MESSAGE_OMITTED, TRUNCATION_MARKER
-from flowra_otel.environment_variables import OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
-from flowra_otel.instruments import FLOWRA_REDACTIONS
+from flowra_otel import OtelHooks
+from flowra_otel.core import semconv
+from flowra_otel.core.bounded_json import OMITTED_KEY, OVER_BUDGET
+from flowra_otel.core.content import MESSAGE_OMITTED, TRUNCATION_MARKER
+from flowra_otel.core.environment_variables import OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
+from flowra_otel.core.instruments import FLOWRA_REDACTIONS
 from flowra_otel.testing import Leak, assert_no_leak, find_leaks
 from tests.conftest import wrapped_result
 from tests.flowra_support import (

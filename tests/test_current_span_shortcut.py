@@ -22,7 +22,8 @@ from opentelemetry.context.contextvars_context import ContextVarsRuntimeContext
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from flowra_otel import OtelHooks, current_span
+from flowra_otel import OtelHooks
+from flowra_otel.core import current_span
 from tests.conftest import SpanLedger
 from tests.test_nested_runs_and_exit_paths import (
     test_http_span_inside_the_provider_call_nests_under_chat_and_only_there as http_spans_nest_under_chat_and_tool,

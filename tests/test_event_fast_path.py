@@ -33,7 +33,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from flowra_otel import OtelHooks
-from flowra_otel import patches as otel_patches
+from flowra_otel.adapters.hook_registry import patches as otel_patches
 from tests import span_tree
 from tests.conftest import SpanLedger, assert_all_ended, hooks_with
 from tests.flowra_support import (

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from flowra_otel import semconv
+from flowra_otel.core import semconv
 from tests.flowra_support import FLOWRA_VERSION, HAS_AGENT_TOOLS, HAS_PLAIN_RESULTS
 from tests.otlp_receiver import OtlpReceiver
 

@@ -32,7 +32,8 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerPro
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from flowra_otel import OtelHooks, semconv
+from flowra_otel import OtelHooks
+from flowra_otel.core import semconv
 from tests.flowra_support import (
     DEFAULT_MODEL,
     ScriptedProvider,

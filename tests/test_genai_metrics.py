@@ -27,7 +27,8 @@ from opentelemetry.sdk.metrics.export import (
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NoOpTracerProvider
 
-from flowra_otel import OtelHooks, instruments, semconv
+from flowra_otel import OtelHooks
+from flowra_otel.core import instruments, semconv
 from tests import span_tree
 from tests.conftest import DeltaCollector
 from tests.flowra_support import (

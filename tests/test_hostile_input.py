@@ -22,7 +22,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from flowra_otel import OtelHooks, semconv
+from flowra_otel import OtelHooks
+from flowra_otel.core import semconv
 from tests.conftest import SpanLedger, assert_all_ended, hooks_with, wrapped_result
 from tests.flowra_support import (
     HAS_AGENT_TOOLS,

@@ -25,7 +25,8 @@ from flowra.agent import Event, HookRegistry
 from flowra.lib.tool_loop import BeforeToolCallEvent, ToolLoopStatus
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from flowra_otel import OtelHooks, semconv
+from flowra_otel import OtelHooks
+from flowra_otel.core import semconv
 from flowra_otel.testing import assert_no_leak
 from tests.conftest import SpanLedger, assert_all_ended
 from tests.flowra_support import (

@@ -23,8 +23,9 @@ from flowra.lib.tool_loop import AfterToolCallEvent, ToolLoopStatus
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from flowra_otel import OtelHooks, instruments, semconv
-from flowra_otel.environment_variables import OTEL_METRICS_EXPORTER
+from flowra_otel import OtelHooks
+from flowra_otel.core import instruments, semconv
+from flowra_otel.core.environment_variables import OTEL_METRICS_EXPORTER
 from tests import span_tree
 from tests.conftest import DeltaCollector, SpanLedger, assert_all_ended
 from tests.flowra_support import (

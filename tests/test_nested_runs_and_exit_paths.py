@@ -53,10 +53,12 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace import Span as SdkSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from flowra_otel import OtelHooks, durable, semconv
-from flowra_otel import patches as otel_patches
-from flowra_otel._flowra import TRACED_EVENTS
-from flowra_otel.span_book import SpanBook
+from flowra_otel import OtelHooks
+from flowra_otel.adapters.hook_registry import durable
+from flowra_otel.adapters.hook_registry import patches as otel_patches
+from flowra_otel.adapters.hook_registry._flowra import TRACED_EVENTS
+from flowra_otel.adapters.hook_registry.span_book import SpanBook
+from flowra_otel.core import durable_link, semconv
 from tests import span_tree
 from tests.conftest import SpanLedger, assert_all_ended, hooks_with
 from tests.flowra_support import (
@@ -999,7 +1001,7 @@ async def test_resume_in_a_fresh_process_links_to_the_run_that_died(tmp_path: Pa
     # Known from the spec's metadata once the root span had started: on every later span.
     assert [s["attributes"].get(semconv.GEN_AI_CONVERSATION_ID) for s in started[1:]] == ["conv-42"] * 3
     # What the plugin kept in flowra's own session state for the next process:
-    kept = await durable.load(FileSessionStorage(str(tmp_path), "s1"))
+    kept = await durable.NodeStateLinkStore(FileSessionStorage(str(tmp_path), "s1")).load()
     assert kept is not None
     assert kept["conversation_id"] == "conv-42"
     assert kept["traceparent"].startswith(f"00-{paused_root['trace_id']}-{paused_root['span_id']}-")
@@ -1065,10 +1067,10 @@ def assert_resumed_trace(lines: list[dict[str, Any]], paused_trace_id: str, paus
         {
             "trace_id": paused_trace_id,
             "span_id": paused_span_id,
-            "attributes": {durable.LINK_TYPE: durable.LINK_RESUMED_FROM},
+            "attributes": {durable_link.LINK_TYPE: durable_link.LINK_RESUMED_FROM},
         }
     ]
-    assert root["attributes"][durable.RESUMED] is True
+    assert root["attributes"][durable_link.RESUMED] is True
     assert chat["parent_id"] == root["span_id"]
     assert chat["trace_id"] == root["trace_id"]
     assert [r["attributes"][semconv.GEN_AI_CONVERSATION_ID] for r in ended] == ["conv-42", "conv-42"]

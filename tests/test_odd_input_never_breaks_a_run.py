@@ -27,9 +27,10 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from flowra_otel import OtelHooks, semconv
-from flowra_otel.bounded_json import CIRCULAR, MAX_DEPTH, TOO_DEEP
-from flowra_otel.content import DEFAULT_MAX_CONTENT_LENGTH, MESSAGE_OMITTED, OMITTED_MESSAGES, TRUNCATION_MARKER
+from flowra_otel import OtelHooks
+from flowra_otel.core import semconv
+from flowra_otel.core.bounded_json import CIRCULAR, MAX_DEPTH, TOO_DEEP
+from flowra_otel.core.content import DEFAULT_MAX_CONTENT_LENGTH, MESSAGE_OMITTED, OMITTED_MESSAGES, TRUNCATION_MARKER
 from tests.conftest import wrapped_result
 from tests.flowra_support import (
     ScriptedProvider,

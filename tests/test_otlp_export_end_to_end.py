@@ -24,7 +24,8 @@ from flowra.lib.tool_loop import AfterToolCallEvent, ToolLoopStatus
 from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from flowra_otel import OtelHooks, instruments, redaction, semconv
+from flowra_otel import OtelHooks
+from flowra_otel.core import instruments, redaction, semconv
 from flowra_otel.export import configure_telemetry
 from tests.flowra_support import (
     ScriptedProvider,

@@ -31,7 +31,7 @@ from google.genai import types as genai_types
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from flowra_otel import OtelHooks
-from flowra_otel.provider_errors import (
+from flowra_otel.core.provider_errors import (
     ERROR_KIND,
     ERROR_REQUEST_ID,
     ERROR_RETRY_AFTER,

@@ -30,7 +30,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from flowra_otel import OtelHooks, instruments, semconv
+from flowra_otel import OtelHooks
+from flowra_otel.core import instruments, semconv
 from flowra_otel.testing import assert_no_leak, find_leaks
 from tests.conftest import SpanLedger, assert_all_ended, hooks_with
 from tests.flowra_support import ScriptedProvider, get_weather, run_tool_loop, tool_loop_runtime, tool_registry

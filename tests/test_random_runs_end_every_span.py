@@ -23,7 +23,8 @@ from flowra.llm import ToolResultBlock, Usage
 from flowra.runtime import AgentRuntime
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from flowra_otel import OtelHooks, semconv
+from flowra_otel import OtelHooks
+from flowra_otel.core import semconv
 from tests.conftest import SpanLedger, hooks_with
 from tests.flowra_support import (
     HAS_AGENT_TOOLS,

@@ -19,10 +19,11 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from flowra_otel import OtelHooks, semconv
+from flowra_otel import OtelHooks
 from flowra_otel.__main__ import main
-from flowra_otel.content import BUILTIN_SECRET_PATTERNS
-from flowra_otel.secret_scan import MAX_LAYERS, json_unescape, scan_text, text_views
+from flowra_otel.core import semconv
+from flowra_otel.core.content import BUILTIN_SECRET_PATTERNS
+from flowra_otel.core.secret_scan import MAX_LAYERS, json_unescape, scan_text, text_views
 from flowra_otel.testing import assert_no_leak, find_leaks
 from tests.flowra_support import (
     ScriptedProvider,

@@ -21,9 +21,10 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from flowra_otel import OtelHooks, semconv
-from flowra_otel import patches as otel_patches
-from flowra_otel.span_book import SpanBook
+from flowra_otel import OtelHooks
+from flowra_otel.adapters.hook_registry import patches as otel_patches
+from flowra_otel.adapters.hook_registry.span_book import SpanBook
+from flowra_otel.core import semconv
 from tests import span_tree
 from tests.flowra_support import (
     HAS_AGENT_TOOLS,

@@ -18,7 +18,8 @@ from flowra.lib.tool_loop import ToolLoopStatus
 from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from flowra_otel import OtelHooks, instruments, semconv
+from flowra_otel import OtelHooks
+from flowra_otel.core import instruments, semconv
 from tests.conftest import DeltaCollector
 from tests.flowra_support import (
     ScriptedProvider,

@@ -22,8 +22,12 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from flowra_otel import OtelHooks, patches, semconv
-from flowra_otel.instrumentor import NO_PROVIDER_WARNING, FlowraInstrumentor
+from flowra_otel import OtelHooks
+from flowra_otel.adapters.hook_registry import patches
+from flowra_otel.adapters.hook_registry.hooks import HookRegistryAdapter
+from flowra_otel.adapters.hook_registry.instrumentor import NO_PROVIDER_WARNING
+from flowra_otel.core import semconv
+from flowra_otel.instrumentor import FlowraInstrumentor
 from tests import span_tree
 from tests.conftest import wrapped_result
 from tests.flowra_support import (
@@ -116,7 +120,7 @@ async def test_instrument_uninstrument_round_trip(
     assert HookRegistry.__dict__["__init__"] is not originals[(HookRegistry, "__init__")]
     assert not before.has_handlers(BeforeLLMCallEvent)
     hooks = instrumentor.hooks
-    assert isinstance(hooks, OtelHooks)
+    assert isinstance(hooks, HookRegistryAdapter)
 
     # A registry created now carries the shared OtelHooks: the app adds nothing.
     registry = HookRegistry()

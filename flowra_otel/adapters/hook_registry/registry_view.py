@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ._flowra import DELTA_EVENTS, HookRegistry, events, forward_target, handler_map, registry_handlers, services_of
 
 if TYPE_CHECKING:
-    from .hooks import OtelHooks
+    from .hooks import HookRegistryAdapter
 
 PLUGIN_HANDLERS: set[Any] = set()
 """The functions ``OtelHooks`` registers (filled in by ``hooks.py``): how a handler is told apart."""
@@ -40,7 +40,7 @@ def may_be_traced(registry: Any, event_type: type[Any], depth: int = 0) -> bool:
     return False
 
 
-def owner_on(node: Any) -> OtelHooks | None:
+def owner_on(node: Any) -> HookRegistryAdapter | None:
     """The ``OtelHooks`` on the ``HookRegistry`` a node's agent receives, if any.
 
     A custom agent emits no events, so no handler ever claims its provider calls; the

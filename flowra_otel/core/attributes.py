@@ -1,37 +1,43 @@
-"""Pure functions from flowra's LLM types to GenAI semantic-convention attributes.
+"""Pure functions from flowra's LLM values to GenAI semantic-convention attributes.
 
 Kept free of span and run state so each mapping can be read (and tested) on its own, and so the
-hot path builds each attribute dict exactly once.
+hot path builds each attribute dict exactly once. Values are read by attribute name only: the
+requests, responses and usage objects of both flowra API lines have these fields, and odd values
+(None, strings, NaN) cost a number, never the span.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import enum
+from typing import Any, Final
 
 from opentelemetry.util.types import AttributeValue
 
 from . import semconv
-from ._flowra import LLMRequest, LLMResponse, StopReason, ToolLoopResult
 from .safety import safe_float, safe_int, safe_str, utf8_safe
 
 type Attributes = dict[str, AttributeValue]
 
+_FINISH_MEMO: dict[Any, str] = {}
+_MEMO_SIZE: Final = 64
+
 
 def finish_reason(stop_reason: Any) -> str:
-    """flowra ``StopReason`` -> semconv finish reason (``stop``, ``length``, ``tool_call`` ...)."""
-    if type(stop_reason) is StopReason:  # every response flowra makes: one lookup, no ``.value``
-        return _FINISH_REASON_BY_MEMBER[stop_reason]
+    """flowra ``StopReason`` -> semconv finish reason (``stop``, ``length``, ``tool_call`` ...).
+
+    Remembered per enum member: every response flowra makes costs one dict lookup."""
+    try:
+        return _FINISH_MEMO[stop_reason]
+    except (KeyError, TypeError):  # a first sighting, or an unhashable odd value
+        pass
     value = safe_str(getattr(stop_reason, "value", stop_reason))
-    return semconv.FINISH_REASON_BY_STOP_REASON.get(value, value)
+    reason = semconv.FINISH_REASON_BY_STOP_REASON.get(value) or utf8_safe(value)
+    if isinstance(stop_reason, enum.Enum) and len(_FINISH_MEMO) < _MEMO_SIZE:
+        _FINISH_MEMO[stop_reason] = reason
+    return reason
 
 
-_FINISH_REASON_BY_MEMBER: dict[Any, str] = {
-    member: semconv.FINISH_REASON_BY_STOP_REASON.get(str(member.value), utf8_safe(str(member.value)))
-    for member in StopReason
-}
-
-
-def chat_start_attributes(request: LLMRequest, provider: str, model: str, *, streaming: bool) -> Attributes:
+def chat_start_attributes(request: Any, provider: str, model: str, *, streaming: bool) -> Attributes:
     """Attributes known before the call; passed at span start so samplers can see them."""
     attrs: Attributes = {
         semconv.GEN_AI_OPERATION_NAME: semconv.OP_CHAT,
@@ -42,6 +48,9 @@ def chat_start_attributes(request: LLMRequest, provider: str, model: str, *, str
     temperature = safe_float(request.temperature)
     if temperature is not None:
         attrs[semconv.GEN_AI_REQUEST_TEMPERATURE] = temperature
+    top_p = safe_float(getattr(request, "top_p", None))
+    if top_p is not None:
+        attrs[semconv.GEN_AI_REQUEST_TOP_P] = top_p
     if request.max_tokens is not None:
         attrs[semconv.GEN_AI_REQUEST_MAX_TOKENS] = safe_int(request.max_tokens)
     if request.stop_sequences:
@@ -120,17 +129,18 @@ def usage_attributes(usage: TokenUsage) -> Attributes:
     return attrs
 
 
-def chat_response_attributes(response: LLMResponse, usage: TokenUsage | None) -> Attributes:
+def chat_response_attributes(response: Any, usage: TokenUsage | None) -> Attributes:
     attrs: Attributes = {semconv.GEN_AI_RESPONSE_FINISH_REASONS: [finish_reason(response.stop_reason)]}
     if usage is not None:
         attrs.update(usage_attributes(usage))
     return attrs
 
 
-def tool_loop_result_attributes(result: ToolLoopResult) -> Attributes:
-    attrs: Attributes = {semconv.FLOWRA_TOOL_LOOP_STATUS: safe_str(getattr(result.status, "value", result.status))}
-    if result.stop_reason is not None:
-        attrs[semconv.GEN_AI_RESPONSE_FINISH_REASONS] = [finish_reason(result.stop_reason)]
+def loop_result_attributes(status: Any, stop_reason: Any) -> Attributes:
+    """A tool loop's (turn's) outcome: flowra's status and the final finish reason."""
+    attrs: Attributes = {semconv.FLOWRA_TOOL_LOOP_STATUS: safe_str(getattr(status, "value", status))}
+    if stop_reason is not None:
+        attrs[semconv.GEN_AI_RESPONSE_FINISH_REASONS] = [finish_reason(stop_reason)]
     return attrs
 
 

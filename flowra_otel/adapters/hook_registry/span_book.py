@@ -31,12 +31,21 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
-from . import attributes, semconv
+from ...core import attributes, semconv
+from ...core.agent_invocation import AgentInvocation
+from ...core.chat_invocation import ChatInvocation
+from ...core.current_span import context_with
+from ...core.durable_link import LinkStore
+from ...core.field_tracker import FieldTracker
+from ...core.run_state import RunState
+from ...core.safety import guarded, safe_str, utf8_safe
+from ...core.tool_invocation import ToolInvocation
 from ._flowra import (
     CONTINUATION_TYPES,
     DELTA_EVENTS,
     INTERRUPT_EXCEPTIONS,
     INTERRUPTED_TYPE,
+    LEDGER_FIELDS,
     SPAN_EVENTS,
     SPAWN_TYPE,
     Event,
@@ -55,18 +64,12 @@ from ._flowra import (
     registry_context,
     spawned_tool_uses,
 )
-from .agent_invocation import AgentInvocation
-from .chat_invocation import ChatInvocation
-from .current_span import context_with
-from .ledger_emit import LEDGER_FIELDS, FieldTracker
+from .messages import MESSAGES
 from .registry_view import PLUGIN_HANDLERS, is_streaming, owner_on
-from .run_state import RunState
-from .safety import guarded, safe_str, utf8_safe
 from .step_scope import EmitFrame, StepScope
-from .tool_invocation import ToolInvocation
 
 if TYPE_CHECKING:
-    from .hooks import OtelHooks
+    from .hooks import HookRegistryAdapter
 
 logger = logging.getLogger("flowra_otel")
 
@@ -87,12 +90,16 @@ class SpanBook:
     __slots__ = ("agents", "caller_context", "closed", "interrupted", "owners", "run")
 
     def __init__(
-        self, caller_context: Context, *, storage: Any = None, resumed: Mapping[str, Any] | None = None
+        self,
+        caller_context: Context,
+        *,
+        link_store: LinkStore | None = None,
+        resumed: Mapping[str, Any] | None = None,
     ) -> None:
         self.caller_context = caller_context
         self.agents: dict[int, AgentInvocation] = {}
         self.owners: dict[int, tuple[Any, bool]] = {}  # id(engine scope) -> (scope, has an OtelHooks)
-        self.run = RunState(storage=storage, resumed=resumed)
+        self.run = RunState(link_store=link_store, resumed=resumed)
         self.closed = False
         self.interrupted = False  # a step raised flowra's interrupt (0.0.7 then ends the whole run)
 
@@ -165,7 +172,7 @@ class SpanBook:
         if agent is not None and agent.chat is not None:
             agent.chat.chunk()
 
-    def claim(self, owner: OtelHooks, step: StepScope, data: Any, hook_context: Any) -> None:
+    def claim(self, owner: HookRegistryAdapter, step: StepScope, data: Any, hook_context: Any) -> None:
         """Called by an ``OtelHooks`` handler (a registry subclass's own emit called it): the
         first one to see an event traces it, once every handler has run."""
         frames = step.frames
@@ -185,7 +192,7 @@ class SpanBook:
         self,
         step: StepScope,
         data: Any,
-        owner: OtelHooks,
+        owner: HookRegistryAdapter,
         registry: Any,
         start_ns: int,
         tracker: FieldTracker | None,
@@ -224,10 +231,10 @@ class SpanBook:
                 request = data.request
                 run = self.run
                 chat = ChatInvocation(
-                    owner,
+                    owner.telemetry,
                     agent.context,
                     request,
-                    stamp=run.last_stamp if run.stamp_owner is owner else run.stamp(owner),
+                    stamp=run.last_stamp if run.stamp_owner is owner.telemetry else run.stamp(owner.telemetry),
                     streaming=is_streaming(registry),
                     start_ns=start_ns,
                     content=agent.content,
@@ -257,14 +264,14 @@ class SpanBook:
                 if exc is None:
                     agent.record_input(data.messages)
             elif cls is events.MessageAcceptedEvent:
-                self.run.accept_metadata(owner, data.metadata or {}, self._open_spans())
+                self.run.accept_metadata(owner.telemetry, data.metadata or {}, self._open_spans())
         except Exception:
             logger.exception("flowra_otel: internal error handling %s; the agent is unaffected", type(data).__name__)
 
     def _tool_announced(
         self,
         agent: AgentInvocation,
-        owner: OtelHooks,
+        owner: HookRegistryAdapter,
         data: Any,
         tracker: FieldTracker | None,
         start_ns: int,
@@ -274,12 +281,12 @@ class SpanBook:
         original = tracker.initial if tracker is not None else data.tool_use
         run = self.run
         tool = ToolInvocation(
-            owner,
+            owner.telemetry,
             agent.context,
             original,
             data.tool_use,
             agent_name=agent.name,
-            stamp=run.last_stamp if run.stamp_owner is owner else run.stamp(owner),
+            stamp=run.last_stamp if run.stamp_owner is owner.telemetry else run.stamp(owner.telemetry),
             start_ns=start_ns,
             content=agent.content,
             offered=agent.tool_descriptions,
@@ -306,7 +313,7 @@ class SpanBook:
                     yield tool.span
 
     def _start_agent(
-        self, node: Any, owner: OtelHooks, registry: Any, hook_context: Any, start_ns: int
+        self, node: Any, owner: HookRegistryAdapter, registry: Any, hook_context: Any, start_ns: int
     ) -> AgentInvocation:
         path = utf8_safe(agent_name_of(node))
         # The emitting registry's own HookContext names the agent; a forwarded event reaches
@@ -321,7 +328,7 @@ class SpanBook:
             semconv.GEN_AI_AGENT_NAME: name,
             semconv.FLOWRA_AGENT_PATH: path,
             semconv.FLOWRA_NODE_ID: utf8_safe(node_id_of(node)),
-            **self.run.stamp(owner),
+            **self.run.stamp(owner.telemetry),
         }
         parent, via_tool = self._parent(node, include_self=False)
         if via_tool is not None and via_tool.description:  # an agent used as a tool: its description
@@ -334,7 +341,7 @@ class SpanBook:
         is_root = parent is self.caller_context
         links = self.run.root_links(attrs) if is_root else []
         agent = AgentInvocation(
-            owner,
+            owner.telemetry,
             parent,
             node,
             provider_class=provider_class_of(node),
@@ -342,7 +349,7 @@ class SpanBook:
             attrs=attrs,
             links=links,
             start_ns=start_ns,
-            content=owner.options.content_renderer(),
+            content=owner.options.content_renderer(MESSAGES),
             metric_extra=self.run.metric_extra,
         )
         if is_root:
@@ -429,13 +436,13 @@ class SpanBook:
         if owner is None or request is None:
             return None
         chat = ChatInvocation(
-            owner,
+            owner.telemetry,
             self._parent_context(node, include_self=True),
             request,
-            stamp=self.run.stamp(owner),
+            stamp=self.run.stamp(owner.telemetry),
             streaming=False,
             start_ns=time.time_ns(),
-            content=None if step.frames else owner.options.content_renderer(),
+            content=None if step.frames else owner.options.content_renderer(MESSAGES),
         )
         chat.record_request(request)
         return chat

@@ -10,7 +10,8 @@ When a handler replaces ``BeforeToolCallEvent.tool_use`` or ``AfterToolCallEvent
   HMAC-SHA256(key, canonical form of the original), hex, so the original can later be proven
   without being stored.
 
-Canonical form: the result is ``ToolResultBlock.content`` as is; the arguments are
+Canonical form: the result is ``ToolResultBlock.content`` as is when it is text (flowra 0.0.3 -
+0.0.8), else the canonical JSON of its content blocks (0.0.86 and later); the arguments are
 ``json.dumps(tool_use.input, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``.
 The ledger is recorded whether or not content capture is on: it holds no content.
 """
@@ -25,7 +26,7 @@ from typing import Any, Final
 from opentelemetry.util.types import AttributeValue
 
 from .content import canonical_json
-from .safety import safe_str, utf8_safe
+from .safety import utf8_safe
 
 FIELD_ARGUMENTS: Final = "arguments"
 FIELD_RESULT: Final = "result"
@@ -52,7 +53,8 @@ def handler_name(handler: Any) -> str:
 def canonical(field: str, value: Any) -> str:
     """The text a field's length and HMAC are computed over (see module docstring)."""
     if field == FIELD_RESULT:
-        return safe_str(getattr(value, "content", ""))
+        content = getattr(value, "content", "")
+        return content if isinstance(content, str) else canonical_json(content)
     return canonical_json(getattr(value, "input", None))
 
 

@@ -38,11 +38,11 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.trace import StatusCode
 
-from flowra_otel import redaction, semconv
+from . import redaction, semconv
 
 __all__ = ["DEFAULT_ATTRIBUTES", "ConsoleTreeExporter", "format_duration_ms"]
 
-_logger = logging.getLogger(__name__)
+_logger = logging.getLogger("flowra_otel.console")
 
 
 DEFAULT_ATTRIBUTES: Final[Mapping[str, str]] = MappingProxyType(

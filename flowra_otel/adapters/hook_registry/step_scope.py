@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
-from . import current_span
-from .ledger_emit import FieldTracker
+from ...core import current_span
+from ...core.field_tracker import FieldTracker
 
 if TYPE_CHECKING:
-    from .hooks import OtelHooks
+    from .hooks import HookRegistryAdapter
     from .span_book import SpanBook
 
 
@@ -33,7 +33,7 @@ class EmitFrame:
         self.data = data
         self.registry = registry
         self.start_ns = time.time_ns()
-        self.owner: OtelHooks | None = None
+        self.owner: HookRegistryAdapter | None = None
         self.hook_context: Any = None
         self.tracker: FieldTracker | None = None
 

@@ -31,18 +31,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final
-
-from flowra.llm import (
-    AssistantMessage,
-    ImageBlock,
-    SystemMessage,
-    TextBlock,
-    ThinkingBlock,
-    ToolResultBlock,
-    ToolUseBlock,
-    UserMessage,
-)
+from typing import Any, Final, NamedTuple, Protocol
 
 from .bounded_json import (
     OMITTED_KEY,
@@ -66,6 +55,8 @@ __all__ = [
     "TRUNCATION_MARKER",
     "ContentPolicy",
     "ContentRenderer",
+    "MessageReader",
+    "Part",
     "Redactor",
     "canonical_json",
     "utf8_safe",
@@ -110,6 +101,47 @@ e-mail scan is skipped; a regex scan costs about ten times more."""
 
 def _compile_patterns(names: Iterable[str]) -> tuple[tuple[str, re.Pattern[str]], ...]:
     return tuple((name, re.compile(BUILTIN_SECRET_PATTERNS[name])) for name in names)
+
+
+class Part(NamedTuple):
+    """One block of a flowra message, as the content pipeline needs it: neutral of flowra's types.
+
+    ``kind`` is the semconv part type (``text``, ``reasoning``, ``tool_call``,
+    ``tool_call_response``, ``blob``); any other kind is recorded by name only, with no content.
+    ``content``: the text, the tool-call block (read as ``.id``, ``.name``, ``.input``), the result
+    value, or the blob's bytes; ``ident``: a tool result's call id; ``media``: a blob's
+    ``(modality, mime type)``.
+    """
+
+    kind: str
+    content: Any = None
+    ident: Any = None
+    media: tuple[str, Any] | None = None
+
+
+class MessageReader(Protocol):
+    """What the content pipeline needs to know about one flowra line's messages and blocks.
+
+    Each adapter has one (flowra moved blocks, roles and the system prompt between its API lines);
+    the core renders only ``Part`` values and never imports flowra.
+    """
+
+    def split_request(self, request: Any) -> tuple[list[Any], list[Any]]:
+        """A request's (system messages, conversation messages)."""
+        ...
+
+    def groups(self, message: Any) -> list[tuple[str, list[Any]]]:
+        """One message -> (semconv role, its blocks) per semconv message (a tool result is a
+        ``tool`` message of its own)."""
+        ...
+
+    def part(self, block: Any) -> Part:
+        """One block, as a ``Part``."""
+        ...
+
+    def result_value(self, result: Any) -> Any:
+        """A tool result's content as a plain value: text, or a structure of plain values."""
+        ...
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -157,9 +189,10 @@ class ContentPolicy:
         """``clean``, or None when there is nothing to scrub (numbers then stay numbers for free)."""
         return self.clean if self.redact is not None or self.secret_patterns else None
 
-    def renderer(self) -> ContentRenderer:
-        """A fresh per-run renderer (its cache lives as long as the run)."""
-        return ContentRenderer(self)
+    def renderer(self, reader: MessageReader) -> ContentRenderer:
+        """A fresh per-run renderer (its cache lives as long as the run) reading ``reader``'s
+        messages."""
+        return ContentRenderer(self, reader)
 
 
 # ==================================================================================== the renderer
@@ -189,10 +222,11 @@ class ContentRenderer:
     thread-safe: a run's hooks are called from the run's own task.
     """
 
-    __slots__ = ("_budget", "_leaves", "_messages", "_policy", "_scrub", "_system", "_tools")
+    __slots__ = ("_budget", "_leaves", "_messages", "_policy", "_reader", "_scrub", "_system", "_tools")
 
-    def __init__(self, policy: ContentPolicy) -> None:
+    def __init__(self, policy: ContentPolicy, reader: MessageReader) -> None:
         self._policy = policy
+        self._reader = reader
         self._budget = policy.max_length
         self._scrub = policy.scrub
         self._messages: dict[int, _Entry] = {}
@@ -201,20 +235,25 @@ class ContentRenderer:
         self._tools: tuple[tuple[Any, ...], str] | None = None
 
     # ------------------------------------------------------------------ request
-    def input_messages(self, messages: Iterable[Any]) -> tuple[str | None, str]:
-        """``LLMRequest.messages`` -> (``gen_ai.system_instructions`` or None, ``gen_ai.input.messages``).
+    def request_messages(self, request: Any) -> tuple[str | None, str]:
+        """An LLM request -> (``gen_ai.system_instructions`` or None, ``gen_ai.input.messages``)."""
+        system, messages = self._reader.split_request(request)
+        return (self.system_instructions(system) if system else None), self.conversation(messages)
 
-        System messages become the instructions; the rest the input messages, newest kept first:
-        when over budget the oldest are dropped and a ``system`` message with a marker text part
-        comes first; a newest message too big on its own is shrunk inside its parts.
-        """
+    def request_system(self, request: Any) -> str | None:
+        """An LLM request's ``gen_ai.system_instructions``, or None when it has no system prompt."""
+        system, _ = self._reader.split_request(request)
+        return self.system_instructions(system) if system else None
+
+    def conversation(self, messages: Iterable[Any]) -> str:
+        """Conversation messages (no system prompt) -> ``gen_ai.input.messages``, newest kept
+        first: when over budget the oldest are dropped and a ``system`` message with a marker text
+        part comes first; a newest message too big on its own is shrunk inside its parts."""
         msgs = messages if isinstance(messages, list) else list(messages)
-        system = [m for m in msgs if isinstance(m, SystemMessage)]
-        instructions = self._system_instructions(system) if system else None
         if len(self._messages) > 2 * len(msgs) + 64:  # history compacted: forget dropped messages
             live = {id(m) for m in msgs}
             self._messages = {k: e for k, e in self._messages.items() if k in live}
-        return instructions, self._history(msgs, len(msgs) - len(system))
+        return self._history(msgs, len(msgs))
 
     def _history(self, msgs: list[Any], count: int) -> str:
         budget = self._budget
@@ -224,8 +263,6 @@ class ContentRenderer:
         newest: tuple[_Entry, int] | None = None
         omitted = 0
         for message in reversed(msgs):
-            if isinstance(message, SystemMessage):
-                continue
             entry = self._entry(message)
             visited += 1
             for j in range(len(entry.items) - 1, -1, -1):
@@ -275,28 +312,13 @@ class ContentRenderer:
 
     def _render_message(self, message: Any, blocks: Sequence[Any] | None) -> _Entry:
         entry = _Entry(message, tuple(blocks or ()))
-        groups: list[tuple[str, list[Any]]] = []
-        if isinstance(message, UserMessage):
-            pending: list[Any] = []
-            for block in entry.blocks:
-                if isinstance(block, ToolResultBlock):  # one tool message per result
-                    if pending:
-                        groups.append(("user", pending))
-                        pending = []
-                    groups.append(("tool", [block]))
-                else:
-                    pending.append(block)
-            if pending or not groups:
-                groups.append(("user", pending))
-        elif isinstance(message, AssistantMessage):
-            groups.append(("assistant", list(entry.blocks)))
-        else:
-            groups.append((_ident(getattr(message, "role", None) or "user"), list(entry.blocks)))
+        reader = self._reader
+        groups = reader.groups(message)
         failure: BaseException | None = None
         keep_tree_over = None if self._budget is None else self._budget - _MARKER_ROOM
         for role, group in groups:
             walk = Walk(self._scrub, self._budget, self._leaves)
-            tree = {"role": role, "parts": [_part(walk, b) for b in group]}
+            tree = {"role": _ident(role), "parts": [_part(walk, reader.part(b)) for b in group]}
             text = dumps_tree(tree)
             entry.items.append(text)
             entry.roles.append(role)
@@ -305,14 +327,16 @@ class ContentRenderer:
         _report(failure, "a message")
         return entry
 
-    def _system_instructions(self, system: list[Any]) -> str:
+    def system_instructions(self, system: list[Any]) -> str:
+        """System messages -> ``gen_ai.system_instructions`` (rendered once while they stay the same)."""
         cached = self._system
         if cached is not None and len(cached[0]) == len(system):
             pairs = zip(cached[0], system, strict=True)
             if all(c is m and _same_items(blocks, getattr(m, "blocks", None)) for (c, blocks), m in pairs):
                 return cached[1]
         walk = Walk(self._scrub, self._budget, self._leaves)
-        parts = [_part(walk, b) for m in system for b in getattr(m, "blocks", None) or ()]
+        reader = self._reader
+        parts = [_part(walk, reader.part(b)) for m in system for b in getattr(m, "blocks", None) or ()]
         tree: Any = parts
         if self._budget is not None:
             tree = fit(parts, self._budget, prune_from=_NEVER)
@@ -364,7 +388,8 @@ class ContentRenderer:
         mix them up). ``finish_reason`` is the semconv value (``attributes.finish_reason``)."""
         walk = Walk(self._scrub, self._budget, self._leaves)
         blocks = getattr(message, "blocks", None) or ()
-        parts = [_part(walk, b, final_tool_uses) for b in blocks]
+        reader = self._reader
+        parts = [_part(walk, reader.part(b), final_tool_uses) for b in blocks]
         tree: Any = [{"role": "assistant", "parts": parts, "finish_reason": finish_reason}]
         if self._budget is not None:
             fitted = fit(tree, self._budget, prune_from=4)
@@ -379,6 +404,10 @@ class ContentRenderer:
     def tool_arguments(self, value: Any) -> str:
         """``gen_ai.tool.call.arguments``: JSON of the post-hook tool input (an object)."""
         return self._structure(value, "the tool arguments", object_only=isinstance(value, Mapping))
+
+    def result_value(self, result: Any) -> Any:
+        """A tool-result block's content as a plain value (the adapter's reader decides how)."""
+        return self._reader.result_value(result)
 
     def tool_result(self, content: Any) -> str:
         """``gen_ai.tool.call.result``: always a JSON object, as the conventions' schema asks.
@@ -403,6 +432,10 @@ class ContentRenderer:
         if not isinstance(value, Mapping):
             value = {"content": value}
         return self._structure(value, "the tool result", object_only=True)
+
+    def result_text(self, result: Any) -> str:
+        """A tool result as plain text (the description of a failed call's span)."""
+        return self.text(safe_str(self._reader.result_value(result)))
 
     def text(self, text: str) -> str:
         """Plain text (exception messages, stack traces, error descriptions, text results):
@@ -455,11 +488,13 @@ def _text(walk: Walk, value: object) -> str | Cut:
     return walk.string(value if isinstance(value, str) else str(value))
 
 
-def _part(walk: Walk, block: Any, tool_uses: Mapping[int, Any] | None = None) -> dict[str, Any]:
-    """One flowra block -> one semconv part (a tree: leaves already scrubbed and bounded)."""
-    if isinstance(block, TextBlock):
-        return {"type": "text", "content": _text(walk, block.text)}
-    if isinstance(block, ToolUseBlock):
+def _part(walk: Walk, part: Part, tool_uses: Mapping[int, Any] | None = None) -> dict[str, Any]:
+    """One block's ``Part`` -> one semconv part (a tree: leaves already scrubbed and bounded)."""
+    kind = part.kind
+    if kind == "text":
+        return {"type": "text", "content": _text(walk, part.content)}
+    if kind == "tool_call":
+        block = part.content
         final = tool_uses.get(id(block), block) if tool_uses else block
         return {
             "type": "tool_call",
@@ -467,15 +502,24 @@ def _part(walk: Walk, block: Any, tool_uses: Mapping[int, Any] | None = None) ->
             "name": _ident(final.name),
             "arguments": walk.node(final.input),
         }
-    if isinstance(block, ToolResultBlock):
-        return {"type": "tool_call_response", "id": _ident(block.tool_use_id), "response": walk.node(block.content)}
-    if isinstance(block, ThinkingBlock):
-        return {"type": "reasoning", "content": _text(walk, block.text)}
-    if isinstance(block, ImageBlock):
-        data = block.data
+    if kind == "tool_call_response":
+        return {"type": "tool_call_response", "id": _ident(part.ident), "response": walk.node(part.content)}
+    if kind == "reasoning":
+        return {"type": "reasoning", "content": _text(walk, part.content)}
+    if kind == "blob":
+        data = part.content
+        modality, mime = part.media or ("image", None)
         content = walk.binary(bytes(data)) if isinstance(data, bytes | bytearray | memoryview) else _text(walk, data)
-        return {"type": "blob", "modality": "image", "mime_type": _ident(block.media_type), "content": content}
-    return {"type": _ident(type(block).__name__)}
+        if mime is None:
+            return {"type": "blob", "modality": modality, "content": content}
+        return {"type": "blob", "modality": modality, "mime_type": _ident(mime), "content": content}
+    return {"type": _ident(kind)}
+
+
+def blob_modality(media_type: object) -> str:
+    """The semconv modality of a MIME type: ``image``, ``audio``, ``video``, else ``document``."""
+    head = media_type.partition("/")[0].lower() if isinstance(media_type, str) else ""
+    return head if head in ("image", "audio", "video") else "document"
 
 
 # ==================================================================================== ledger text

@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind
@@ -29,9 +29,7 @@ from .content import ContentRenderer
 from .errors import end_metric_error, record_end
 from .instruments import ChatMetricAttributes
 from .safety import safe_str, utf8_safe
-
-if TYPE_CHECKING:
-    from .hooks import OtelHooks
+from .telemetry import Telemetry
 
 logger = logging.getLogger("flowra_otel")
 
@@ -54,7 +52,7 @@ _MAX_SHAPES: Final = 64
 
 
 def _shape(
-    owner: OtelHooks,
+    telemetry: Telemetry,
     request: Any,
     stamp: attributes.Attributes,
     streaming: bool,
@@ -82,7 +80,7 @@ def _shape(
                 return shape
         except Exception:  # an unhashable or odd value: built afresh, not cached
             key = None
-    provider, model = owner.options.resolve_provider_and_model(safe_str(request.model), provider_class)
+    provider, model = telemetry.options.resolve_provider_and_model(safe_str(request.model), provider_class)
     provider, model = utf8_safe(provider), utf8_safe(model)
     attrs = attributes.chat_start_attributes(request, provider, model, streaming=streaming)
     if agent_name:
@@ -106,17 +104,17 @@ class ChatInvocation:
         "last_chunk_ns",
         "metric_extra",
         "model",
-        "owner",
         "provider",
         "response",
         "span",
         "start_ns",
+        "telemetry",
         "tool_uses",
     )
 
     def __init__(
         self,
-        owner: OtelHooks,
+        telemetry: Telemetry,
         parent: Context,
         request: Any,
         *,
@@ -129,7 +127,7 @@ class ChatInvocation:
         metric_extra: Mapping[str, AttributeValue] = _NO_EXTRA,
         shapes: dict[Any, ChatShape] | None = None,
     ) -> None:
-        self.owner = owner
+        self.telemetry = telemetry
         self.content = content  # None: no content is recorded on this span
         self.agent_name = agent_name
         self.metric_extra = metric_extra  # the run's extra metric attributes (filled in as known)
@@ -140,10 +138,10 @@ class ChatInvocation:
         self.response: Any = None
         self.tool_uses: dict[int, Any] = {}  # id(original tool-use block) -> the tool use after its hooks
         self.ended = False
-        shape = _shape(owner, request, stamp, streaming, agent_name, provider_class, shapes)
+        shape = _shape(telemetry, request, stamp, streaming, agent_name, provider_class, shapes)
         self.provider, self.model = shape.provider, shape.model
         # ``shape.attributes`` is shared by every call of this shape: the SDK copies it, never keeps it.
-        self.span = owner.tracer.start_span(
+        self.span = telemetry.tracer.start_span(
             shape.name, context=parent, kind=SpanKind.CLIENT, attributes=shape.attributes, start_time=start_ns
         )
 
@@ -153,7 +151,7 @@ class ChatInvocation:
         if content is None or not self.span.is_recording():
             return
         span = self.span
-        system, messages = content.input_messages(request.messages)
+        system, messages = content.request_messages(request)
         span.set_attribute(semconv.GEN_AI_INPUT_MESSAGES, messages)
         if system is not None:
             span.set_attribute(semconv.GEN_AI_SYSTEM_INSTRUCTIONS, system)
@@ -168,10 +166,10 @@ class ChatInvocation:
         if last is None:
             self.first_chunk_ns = now
             return
-        if not self.owner.instruments.enabled:
+        if not self.telemetry.instruments.enabled:
             return
         base, _, _ = self._metric_attributes()
-        self.owner.instruments.time_per_output_chunk.record((now - last) / 1e9, base)
+        self.telemetry.instruments.time_per_output_chunk.record((now - last) / 1e9, base)
 
     def respond(self, response: Any, at_ns: int) -> None:
         """The provider returned (after every AfterLLMCallEvent hook); the span ends at ``at_ns``."""
@@ -206,7 +204,7 @@ class ChatInvocation:
             logger.exception("flowra_otel: could not record the end of a chat span; it still ends")
         finally:
             self.span.end(end_time=end_ns)
-        instruments = self.owner.instruments
+        instruments = self.telemetry.instruments
         if instruments.enabled:  # after the span ended; never raises (a failed record is logged)
             first_chunk = self.first_chunk_ns
             try:
@@ -246,4 +244,4 @@ class ChatInvocation:
             )
 
     def _metric_attributes(self) -> ChatMetricAttributes:
-        return self.owner.instruments.chat_attributes(self.provider, self.model, self.agent_name, self.metric_extra)
+        return self.telemetry.instruments.chat_attributes(self.provider, self.model, self.agent_name, self.metric_extra)

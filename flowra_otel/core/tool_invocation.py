@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, Status, StatusCode
@@ -24,9 +24,7 @@ from . import attributes, redaction, semconv
 from .content import ContentRenderer
 from .errors import end_error_type, record_end
 from .safety import guarded, safe_str
-
-if TYPE_CHECKING:
-    from .hooks import OtelHooks
+from .telemetry import Telemetry
 
 logger = logging.getLogger("flowra_otel")
 
@@ -44,16 +42,16 @@ class ToolInvocation:
         "metric_extra",
         "model_name",
         "name",
-        "owner",
         "redacted_fields",
         "span",
         "start_ns",
+        "telemetry",
         "tool_use",
     )
 
     def __init__(
         self,
-        owner: OtelHooks,
+        telemetry: Telemetry,
         parent: Context,
         model_tool_use: Any,
         tool_use: Any,
@@ -68,7 +66,7 @@ class ToolInvocation:
     ) -> None:
         """``model_tool_use``: the call as the model asked for it; ``tool_use``: as every
         BeforeToolCallEvent hook left it, the call that runs."""
-        self.owner = owner
+        self.telemetry = telemetry
         self.content = content  # None: no content is recorded on this span
         self.agent_name = agent_name
         self.metric_extra = metric_extra
@@ -115,7 +113,7 @@ class ToolInvocation:
         call_id = getattr(tool_use, "id", "")
         if type(call_id) is not str or not call_id.isascii():
             call_id = safe_str(call_id)
-        self.span = owner.tracer.start_span(
+        self.span = telemetry.tracer.start_span(
             name,
             context=parent,
             kind=SpanKind.INTERNAL,
@@ -152,7 +150,7 @@ class ToolInvocation:
             logger.exception("flowra_otel: could not record a tool result; its span still ends")
         finally:
             self.span.end(end_time=end_ns)
-        if self.owner.instruments.enabled:
+        if self.telemetry.instruments.enabled:
             self._record_metrics(end_ns, error_type)
 
     def fail(self, error: BaseException | None = None, *, reason: str | None = None, end_ns: int | None = None) -> None:
@@ -169,7 +167,7 @@ class ToolInvocation:
             logger.exception("flowra_otel: could not record how a tool span ended; it still ends")
         finally:
             self.span.end(end_time=end)
-        if self.owner.instruments.enabled:
+        if self.telemetry.instruments.enabled:
             self._record_metrics(end, error_type)
 
     def _apply_result(self, result: Any, *, is_error: bool) -> None:
@@ -181,28 +179,27 @@ class ToolInvocation:
             span.set_attribute(semconv.ERROR_TYPE, semconv.ERROR_TYPE_TOOL)
             span.set_attribute(semconv.FLOWRA_TOOL_IS_ERROR, True)
             # The result text is content: it goes in the description only when capture is on.
-            text = safe_str(getattr(result, "content", ""))
-            span.set_status(Status(StatusCode.ERROR, content.text(text) if content is not None else None))
+            span.set_status(Status(StatusCode.ERROR, content.result_text(result) if content is not None else None))
         elif content is not None:
-            span.set_attribute(semconv.GEN_AI_TOOL_CALL_RESULT, content.tool_result(getattr(result, "content", "")))
+            span.set_attribute(semconv.GEN_AI_TOOL_CALL_RESULT, content.tool_result(content.result_value(result)))
 
     def _record_ledger(self, change: redaction.FieldChange, final: Any) -> None:
         if not change.differs_from(final):
             return
-        options = self.owner.options
+        options = self.telemetry.options
         span = self.span
         self.redacted_fields.append(change.field)
         if span.is_recording():
             span.set_attribute(redaction.APPLIED, True)
             span.set_attribute(redaction.FIELDS, list(self.redacted_fields))
             span.set_attributes(change.attributes(final, options.redaction_hmac_key))
-        if self.owner.instruments.enabled:
-            guarded(self.owner.instruments.record_redaction, self.name, change.field, self.metric_extra)
+        if self.telemetry.instruments.enabled:
+            guarded(self.telemetry.instruments.record_redaction, self.name, change.field, self.metric_extra)
 
     def _record_metrics(self, end_ns: int, error_type: str | None) -> None:
         """The call's metric records, after its span ended. Never raises: a failed record is logged."""
         try:
-            self.owner.instruments.record_tool(
+            self.telemetry.instruments.record_tool(
                 self.name,
                 self.agent_name,
                 self.metric_extra,

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from opentelemetry.trace import Link, Span
 from opentelemetry.util.types import AttributeValue
 
-from . import attributes, durable, semconv
+from . import attributes, durable_link, semconv
+from .durable_link import LinkStore
 from .safety import safe_str
-
-if TYPE_CHECKING:
-    from .hooks import OtelHooks
+from .telemetry import Telemetry
 
 logger = logging.getLogger("flowra_otel")
 
@@ -30,52 +29,52 @@ class RunState:
     __slots__ = (
         "conversation_id",
         "last_stamp",
+        "link_store",
         "metric_extra",
         "persist_pending",
         "resumed_from",
         "root_span",
         "stamp_owner",
         "stamps",
-        "storage",
     )
 
-    def __init__(self, *, storage: Any = None, resumed: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, *, link_store: LinkStore | None = None, resumed: Mapping[str, Any] | None = None) -> None:
         self.stamps: dict[tuple[int, str | None], attributes.Attributes] = {}  # per OtelHooks and conversation id
         self.metric_extra: dict[str, AttributeValue] = {}  # from the spec metadata, once accepted
-        self.storage = storage  # flowra SessionStorage of a durable run, where the trace link is kept
+        self.link_store = link_store  # a durable run's: where its trace link is kept
         self.persist_pending = False
         # The latest ``stamp()`` and whose it is: the book reads it inline for every chat and tool
         # span (one OtelHooks per run is the rule); dropped when the conversation id changes.
-        self.stamp_owner: OtelHooks | None = None
+        self.stamp_owner: Telemetry | None = None
         self.last_stamp: attributes.Attributes = {}
         self.root_span: Span | None = None
-        self.resumed_from = durable.parse_traceparent(resumed.get("traceparent")) if resumed else None
+        self.resumed_from = durable_link.parse_traceparent(resumed.get("traceparent")) if resumed else None
         self.conversation_id: str | None = (
             safe_str(resumed["conversation_id"]) if resumed and resumed.get("conversation_id") else None
         )
 
-    def stamp(self, owner: OtelHooks) -> attributes.Attributes:
+    def stamp(self, telemetry: Telemetry) -> attributes.Attributes:
         """Attributes every span of the run carries: the user's, and the conversation id."""
-        if self.conversation_id is None and isinstance(owner.options.conversation_id, str):
-            self.conversation_id = owner.options.conversation_id
+        if self.conversation_id is None and isinstance(telemetry.options.conversation_id, str):
+            self.conversation_id = telemetry.options.conversation_id
         cid = self.conversation_id
         if cid is None:
-            stamp: attributes.Attributes = owner.options.attributes  # type: ignore[assignment]
+            stamp: attributes.Attributes = telemetry.options.attributes  # type: ignore[assignment]
         else:
-            key = (id(owner), cid)
+            key = (id(telemetry), cid)
             cached = self.stamps.get(key)
             if cached is None:  # never mutated by the callers: they copy it into their own dicts
-                cached = self.stamps[key] = {**owner.options.attributes, semconv.GEN_AI_CONVERSATION_ID: cid}
+                cached = self.stamps[key] = {**telemetry.options.attributes, semconv.GEN_AI_CONVERSATION_ID: cid}
             stamp = cached
-        self.stamp_owner, self.last_stamp = owner, stamp
+        self.stamp_owner, self.last_stamp = telemetry, stamp
         return stamp
 
-    def accept_metadata(self, owner: OtelHooks, metadata: Mapping[str, Any], open_spans: Iterable[Span]) -> None:
+    def accept_metadata(self, telemetry: Telemetry, metadata: Mapping[str, Any], open_spans: Iterable[Span]) -> None:
         """The spec's metadata is known (MessageAcceptedEvent): metric attributes, conversation id."""
-        if owner.options.metric_metadata_keys:
-            self.metric_extra.update(owner.options.metric_attributes_from(metadata))
+        if telemetry.options.metric_metadata_keys:
+            self.metric_extra.update(telemetry.options.metric_attributes_from(metadata))
         if self.conversation_id is None:
-            cid = owner.options.conversation_id_from(metadata)
+            cid = telemetry.options.conversation_id_from(metadata)
             if cid:
                 self.set_conversation_id(safe_str(cid), open_spans)
 
@@ -85,28 +84,28 @@ class RunState:
         self.stamp_owner = None  # the next stamp() carries it
         for span in open_spans:
             span.set_attribute(semconv.GEN_AI_CONVERSATION_ID, cid)
-        if self.storage is not None:
+        if self.link_store is not None:
             self.persist_pending = True
 
     def root_links(self, attrs: attributes.Attributes) -> list[Link]:
         """A resumed run's root span links to the trace of the run it continues."""
         if self.resumed_from is None:
             return []
-        attrs[durable.RESUMED] = True
-        return [Link(self.resumed_from, {durable.LINK_TYPE: durable.LINK_RESUMED_FROM})]
+        attrs[durable_link.RESUMED] = True
+        return [Link(self.resumed_from, {durable_link.LINK_TYPE: durable_link.LINK_RESUMED_FROM})]
 
     def root_started(self, span: Span) -> None:
         if self.root_span is None:
             self.root_span = span
-            self.persist_pending = self.storage is not None
+            self.persist_pending = self.link_store is not None
 
     async def persist(self) -> None:
         """Keep this run's root span context (and conversation id) in flowra's own session
         state, so a ``resume()`` in another process can link back to this trace."""
         self.persist_pending = False
         try:
-            if self.storage is not None and self.root_span is not None:
-                await durable.save(self.storage, self.root_span, self.conversation_id)
+            if self.link_store is not None and self.root_span is not None:
+                await self.link_store.save(durable_link.link_state(self.root_span, self.conversation_id))
         except Exception:
             logger.exception("flowra_otel: could not save the trace link in session storage")
 

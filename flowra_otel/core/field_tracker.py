@@ -2,30 +2,23 @@
 
 Why: the ledger names the hook that replaced ``BeforeToolCallEvent.tool_use`` or
 ``AfterToolCallEvent.result`` (or edited the tool arguments in place). flowra's own emit gives no
-per-handler view; the plugin runs flowra's handler loop itself (``SpanBook.emit``) and calls
-``FieldTracker.after`` after each handler other than an ``OtelHooks`` (which never changes an
-event): one identity check, and for tool arguments (a mutable dict) a comparison of their
-canonical text, so an in-place edit counts. A ``propagate_to`` forwarder's nested emit runs through
+per-handler view on either API line; each adapter runs flowra's handler loop itself and calls
+``FieldTracker.after`` after each handler other than its own (which never changes an event): one
+identity check, and for tool arguments (a mutable dict) a comparison of their canonical text, so
+an in-place edit counts. (0.0.3 - 0.0.8: a ``propagate_to`` forwarder's nested emit runs through
 the same loop and updates the tracker first, so the forwarder itself is never blamed for a change
-made by a handler of the target registry.
+made by a handler of the target registry.)
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Final
+from typing import Any
 
 from . import redaction
-from ._flowra import events
 from .safety import changed
 
 logger = logging.getLogger("flowra_otel")
-
-LEDGER_FIELDS: Final[dict[type[Any], str]] = {
-    events.BeforeToolCallEvent: "tool_use",
-    events.AfterToolCallEvent: "result",
-}
-"""Tool events whose payload field hooks may replace, and whose changes the ledger records."""
 
 
 class FieldTracker:

@@ -39,7 +39,8 @@ from typing import Any, Final
 
 from opentelemetry import context as otel_context
 
-from . import current_span, durable
+from ...core import current_span
+from ...core.safety import guarded
 from ._flowra import (
     EXECUTE_NODE,
     AgentRuntime,
@@ -50,8 +51,8 @@ from ._flowra import (
     node_of_step_task,
     runtime_storage,
 )
+from .durable import NodeStateLinkStore
 from .registry_view import PLUGIN_HANDLERS, may_be_traced
-from .safety import guarded
 from .span_book import DELTA_EVENT_TYPES, INTERESTING_EVENTS, SpanBook
 from .step_scope import StepScope
 
@@ -93,9 +94,10 @@ def _patched_run(original: Any, *, resume: bool) -> Any:
                 node = step.node if step is not None and step.book is outer else _node_of_current_step()
                 parent = outer.context_for_node(node) if node is not None else None
             storage = runtime_storage(self)
-            resumed = await durable.load(storage) if resume and storage is not None else None
+            link_store = NodeStateLinkStore(storage) if storage is not None else None
+            resumed = await link_store.load() if resume and link_store is not None else None
             book = SpanBook(
-                parent if parent is not None else otel_context.get_current(), storage=storage, resumed=resumed
+                parent if parent is not None else otel_context.get_current(), link_store=link_store, resumed=resumed
             )
             token = _CURRENT_BOOK.set(book)
         except Exception:

@@ -18,7 +18,7 @@ from typing import Any, Final
 from opentelemetry.util.types import AttributeValue
 
 from . import semconv
-from .content import ContentPolicy, ContentRenderer, Redactor
+from .content import ContentPolicy, ContentRenderer, MessageReader, Redactor
 from .environment_variables import (
     CAPTURE_OFF_VALUES,
     CAPTURE_ON_VALUES,
@@ -27,7 +27,7 @@ from .environment_variables import (
 )
 from .safety import utf8_safe
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("flowra_otel.options")
 
 type NameOverride = Mapping[str, str] | Callable[[str], str | None]
 """Either a mapping from flowra's name to the name to report, or a function that returns the
@@ -62,10 +62,10 @@ class TraceOptions:
     )
     """Memo of ``resolve_provider_and_model`` (the options themselves never change)."""
 
-    def content_renderer(self) -> ContentRenderer | None:
+    def content_renderer(self, reader: MessageReader) -> ContentRenderer | None:
         """A fresh renderer when capture is on (None when off): one per agent, whose cache of
         rendered messages follows that agent's own history (agents' histories never mix)."""
-        return self.content.renderer() if self.capture_content else None
+        return self.content.renderer(reader) if self.capture_content else None
 
     def metric_attributes_from(self, metadata: Mapping[str, Any]) -> dict[str, AttributeValue]:
         """The allow-listed metadata values as metric attributes: str, int or bool only, strings
@@ -285,3 +285,43 @@ def validate_bool_or_none(name: str, value: object) -> bool | None:
         return value
     msg = f"{name} must be True, False or None, got {value!r}"
     raise TypeError(msg)
+
+
+def check_instance(name: str, value: object, cls: type) -> None:
+    if value is not None and not isinstance(value, cls):
+        msg = f"{name} must be an opentelemetry {cls.__name__} or None, got {type(value).__name__}"
+        raise TypeError(msg)
+
+
+def check_redact_secrets(value: object) -> None:
+    if isinstance(value, bool):
+        return
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        msg = f"redact_secrets must be a bool or an iterable of pattern names, got {value!r}"
+        raise TypeError(msg)
+
+
+def check_max_length(value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        msg = f"max_content_length must be an int or None, got {value!r}"
+        raise TypeError(msg)
+    if value < 1:
+        msg = f"max_content_length must be at least 1, got {value}"
+        raise ValueError(msg)
+
+
+def hmac_key(value: object) -> bytes | None:
+    """``redaction_hmac_key``: bytes (a str is UTF-8 encoded) of at least 16 bytes, or None."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = value.encode("utf-8")
+    if not isinstance(value, bytes):
+        msg = f"redaction_hmac_key must be bytes, str or None, got {type(value).__name__}"
+        raise TypeError(msg)
+    if len(value) < 16:
+        msg = "redaction_hmac_key must be at least 16 bytes long"
+        raise ValueError(msg)
+    return value

@@ -33,6 +33,7 @@ __all__ = [
     "EXECUTE_NODE",
     "INTERRUPTED_TYPE",
     "INTERRUPT_EXCEPTIONS",
+    "LEDGER_FIELDS",
     "SPAN_EVENTS",
     "SPAWN_TYPE",
     "TRACED_EVENTS",
@@ -65,12 +66,19 @@ __all__ = [
     "provider_class_of",
     "registry_context",
     "registry_handlers",
+    "runtime_services",
     "runtime_storage",
     "services_of",
     "spawned_tool_uses",
 ]
 
 events = _events
+
+LEDGER_FIELDS: Final[dict[type[Any], str]] = {
+    _events.BeforeToolCallEvent: "tool_use",
+    _events.AfterToolCallEvent: "result",
+}
+"""Tool events whose payload field hooks may replace, and whose changes the ledger records."""
 
 TRACED_EVENTS: Final[tuple[type[Any], ...]] = (
     _events.UserMessageEvent,
@@ -198,6 +206,15 @@ def registry_context(registry: Any) -> Any:
 def runtime_storage(runtime: Any) -> Any:
     """The ``SessionStorage`` of a durable ``AgentRuntime`` (None without one)."""
     return getattr(runtime, "_AgentRuntime__storage", None)
+
+
+def runtime_services(runtime: Any) -> dict[type, Any]:
+    """The runtime-wide services an ``AgentRuntime`` hands every agent (a dict flowra keeps)."""
+    services = getattr(runtime, "_AgentRuntime__services", None)
+    if not isinstance(services, dict):
+        msg = f"expected a flowra AgentRuntime, got {type(runtime).__name__}"
+        raise TypeError(msg)
+    return services
 
 
 def services_of(node: Any) -> dict[type, Any]:

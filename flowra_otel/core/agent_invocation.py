@@ -25,12 +25,11 @@ from .content import ContentRenderer
 from .current_span import context_with
 from .errors import end_metric_error, record_end
 from .safety import guarded
+from .telemetry import Telemetry
 from .tool_invocation import ToolInvocation
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
-
-    from .hooks import OtelHooks
 
 logger = logging.getLogger("flowra_otel")
 
@@ -50,12 +49,12 @@ class AgentInvocation:
         "models",
         "name",
         "node",
-        "owner",
         "pending_tools",
         "provider_class",
         "span",
         "start_ns",
         "system_recorded",
+        "telemetry",
         "tool_calls",
         "tool_descriptions",
         "tool_shapes",
@@ -65,7 +64,7 @@ class AgentInvocation:
 
     def __init__(
         self,
-        owner: OtelHooks,
+        telemetry: Telemetry,
         parent: Context,
         node: Any,
         *,
@@ -77,7 +76,7 @@ class AgentInvocation:
         metric_extra: Mapping[str, AttributeValue],
         provider_class: str | None = None,
     ) -> None:
-        self.owner = owner
+        self.telemetry = telemetry
         self.provider_class = provider_class  # the LLMProvider class its calls go to, read once
         self.content = content  # the run's renderer when content capture is on
         self.metric_extra = metric_extra  # the run's extra metric attributes (filled in as known)
@@ -98,7 +97,7 @@ class AgentInvocation:
         self.tool_calls = 0
         self.usage: TokenUsage | None = None
         self.ended = False
-        self.span = owner.tracer.start_span(
+        self.span = telemetry.tracer.start_span(
             f"{semconv.OP_INVOKE_AGENT} {name}" if name else semconv.OP_INVOKE_AGENT,
             context=parent,
             kind=SpanKind.INTERNAL,
@@ -122,9 +121,9 @@ class AgentInvocation:
         content = self.content
         if content is None or not self.span.is_recording():
             return
-        _, rendered = content.input_messages(messages)
+        rendered = content.conversation(messages)
         self.span.set_attribute(semconv.GEN_AI_INPUT_MESSAGES, rendered)
-        if self.owner.options.openinference:
+        if self.telemetry.options.openinference:
             self.span.set_attributes({semconv.OI_INPUT_VALUE: rendered, semconv.OI_INPUT_MIME_TYPE: semconv.MIME_JSON})
 
     def record_system(self, request: Any) -> None:
@@ -133,7 +132,7 @@ class AgentInvocation:
         if content is None or self.system_recorded or not self.span.is_recording():
             return
         self.system_recorded = True
-        system, _ = content.input_messages([m for m in request.messages if type(m).__name__ == "SystemMessage"])
+        system = content.request_system(request)
         if system is not None:
             self.span.set_attribute(semconv.GEN_AI_SYSTEM_INSTRUCTIONS, system)
 
@@ -204,7 +203,9 @@ class AgentInvocation:
 
     # ------------------------------------------------------------------ end
     def stop(self, result: Any = None) -> None:
-        """The agent completed (``result``: its ``ToolLoopResult``, if it returned one)."""
+        """The agent completed (``result``: its tool loop's result, if it returned one; read by the
+        fields both flowra lines' results have: ``usage``, ``status``, ``stop_reason``,
+        ``result_message``)."""
         self._end(None, None, result)
 
     def fail(self, error: BaseException | None = None, *, reason: str | None = None) -> None:
@@ -228,7 +229,7 @@ class AgentInvocation:
             logger.exception("flowra_otel: could not record the end of an invoke_agent span; it still ends")
         finally:
             self.span.end(end_time=end_ns)
-        if self.owner.instruments.enabled:
+        if self.telemetry.instruments.enabled:
             self._record_metrics(end_ns, metric_error)
 
     def _apply_finish(self, error: BaseException | None, reason: str | None, result: Any) -> None:
@@ -240,12 +241,14 @@ class AgentInvocation:
         if usage is not None:
             span.set_attributes(attributes.usage_attributes(usage))
         if result is not None:
-            span.set_attributes(attributes.tool_loop_result_attributes(result))
+            span.set_attributes(
+                attributes.loop_result_attributes(getattr(result, "status", None), getattr(result, "stop_reason", None))
+            )
             self._record_output(result)
         span.set_attribute(semconv.FLOWRA_TOOL_LOOP_ITERATIONS, self.llm_calls)
         if not self.model_at_start and len(self.models) == 1:
             span.set_attribute(semconv.GEN_AI_REQUEST_MODEL, next(iter(self.models)))
-        if self.owner.options.openinference:
+        if self.telemetry.options.openinference:
             # OpenInference counts tokens on LLM spans only; an agent's own count is zero, so
             # Phoenix does not add the run's total to the sum of its LLM calls a second time.
             span.set_attributes(dict.fromkeys(semconv.OI_TOKEN_COUNT_KEYS, 0))
@@ -263,7 +266,7 @@ class AgentInvocation:
         finish = attributes.finish_reason(getattr(result, "stop_reason", None) or "end_turn")
         rendered = content.output_messages(message, finish)
         self.span.set_attribute(semconv.GEN_AI_OUTPUT_MESSAGES, rendered)
-        if self.owner.options.openinference:
+        if self.telemetry.options.openinference:
             self.span.set_attributes(
                 {semconv.OI_OUTPUT_VALUE: rendered, semconv.OI_OUTPUT_MIME_TYPE: semconv.MIME_JSON}
             )
@@ -271,7 +274,7 @@ class AgentInvocation:
     def _record_metrics(self, end_ns: int, error: Mapping[str, AttributeValue] | None) -> None:
         """The agent's metric records, after its span ended. Never raises: a failed record is logged."""
         try:
-            self.owner.instruments.record_agent(
+            self.telemetry.instruments.record_agent(
                 self.name,
                 next(iter(self.models)) if len(self.models) == 1 else None,
                 self.metric_extra,

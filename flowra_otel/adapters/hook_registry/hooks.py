@@ -1,0 +1,117 @@
+"""``HookRegistryAdapter``: the flowra 0.0.3 - 0.0.8 ``HookProvider`` behind ``OtelHooks``.
+
+    hooks.add(OtelHooks())          # or OtelHooks().install(runtime)
+
+It subscribes to the tool-loop events (never to the streaming delta events: a delta handler
+would switch flowra to streaming) and hands each event to the run's ``SpanBook``. The book,
+not this object, holds per-run state, so one ``OtelHooks`` can serve many registries,
+runtimes and concurrent runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Final
+
+from ...core.options import TraceOptions
+from ...core.telemetry import Telemetry
+from . import patches, registry_view
+from ._flowra import (
+    DELTA_EVENTS,
+    SPAN_EVENTS,
+    TRACED_EVENTS,
+    HookContext,
+    HookRegistry,
+    registry_handlers,
+    runtime_services,
+)
+
+logger = logging.getLogger("flowra_otel")
+
+
+class HookRegistryAdapter:
+    """Turns every flowra 0.0.3 - 0.0.8 agent run on a registry into GenAI spans and metrics.
+
+    The ``HookProvider`` registered on flowra's registries; built by ``flowra_otel.OtelHooks``
+    (whose docstring lists the options) or by the zero-code instrumentor.
+    """
+
+    __slots__ = ("_auto", "_disabled", "options", "telemetry")
+
+    def __init__(self, telemetry: Telemetry) -> None:
+        self.telemetry: Final[Telemetry] = telemetry
+        self.options: Final[TraceOptions] = telemetry.options
+        self._auto = False  # True only for the zero-code instrumentor's instance
+        self._disabled = telemetry.disabled
+        if not self._disabled:
+            patches.install()
+
+    def install(self, runtime: Any) -> None:
+        """Trace every agent of ``runtime``: adds this adapter to the ``HookRegistry`` the runtime
+        gives its agents (0.0.8 always has one; on older releases one is provided if the app gave
+        none, as a runtime-wide service)."""
+        services = runtime_services(runtime)
+        registry = services.get(HookRegistry)
+        if not isinstance(registry, HookRegistry):
+            registry = services[HookRegistry] = HookRegistry()
+        registry.add(self)
+
+    def register_hooks(self, registry: HookRegistry) -> None:
+        """``HookProvider`` protocol: subscribe to the tool-loop events on ``registry``.
+
+        An ``OtelHooks`` the app adds itself takes over from the one the zero-code
+        instrumentor put on the registry, so the app's own options (content capture,
+        redaction, providers) are the ones that apply.
+        """
+        if not self._auto:
+            _drop_auto_handlers(registry)
+        if self._disabled:
+            return
+        for event_type in SPAN_EVENTS:
+            registry.on(event_type, self._on_event)
+
+    @staticmethod
+    def child_registry(
+        parent: HookRegistry, *, agent_path: str | None = None, agent_type: type[Any] | None = None
+    ) -> HookRegistry:
+        """An isolated child registry for a sub-agent that still traces into ``parent``.
+
+        Use it where a parent agent gives its children their own registry
+        (``services.provide(HookRegistry, OtelHooks.child_registry(hooks, agent_path="planner"))``).
+        It forwards the tool-loop events to ``parent`` (so the parent's ``OtelHooks`` and any
+        redaction hooks there see them, once) and stamps ``HookContext(agent_path=...)``, which
+        becomes the child's ``gen_ai.agent.name``. Streaming delta events are forwarded only if
+        ``parent`` already has delta handlers: forwarding them otherwise would switch the child
+        agent to streaming.
+        """
+        context = HookContext(agent_type=agent_type, agent_path=agent_path) if agent_path is not None else None
+        child = HookRegistry(context=context)
+        forwarded = list(TRACED_EVENTS) + [t for t in DELTA_EVENTS if parent.has_handlers(t)]
+        child.propagate_to(parent, only=forwarded)
+        return child
+
+    def _on_event(self, event: Any) -> None:
+        step = patches.current_step()
+        if step is None:
+            return
+        try:
+            step.book.claim(self, step, event.data, event.context)
+        except Exception:
+            logger.exception("flowra_otel: internal error handling %s; the agent is unaffected", type(event.data))
+
+    def __repr__(self) -> str:
+        return f"HookRegistryAdapter(capture_content={self.options.capture_content})"
+
+
+registry_view.PLUGIN_HANDLERS.add(HookRegistryAdapter._on_event)
+
+
+def _drop_auto_handlers(registry: HookRegistry) -> None:
+    for event_type in TRACED_EVENTS:
+        current = registry_handlers(registry, event_type)
+        if current:
+            current[:] = [
+                h
+                for h in current
+                if not (isinstance(owner := getattr(h, "__self__", None), HookRegistryAdapter) and owner._auto)
+            ]

@@ -1,0 +1,676 @@
+"""One call to get traces and metrics out of the process, configured the standard OTel way.
+
+Why this exists: the plugin only needs *a* tracer and meter provider, but a quickstart should
+not make people learn ten SDK classes first. `configure_telemetry` reads the standard
+environment variables, so the same program prints a tree on a laptop and ships OTLP in
+production without code changes:
+
+* ``OTEL_SERVICE_NAME`` and ``OTEL_RESOURCE_ATTRIBUTES`` -> the `Resource` (via ``Resource.create``).
+* ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_{TRACES,METRICS}_ENDPOINT`` -> OTLP export
+  of that signal: ``BatchSpanProcessor`` for spans, ``PeriodicExportingMetricReader`` for metrics.
+* ``OTEL_EXPORTER_OTLP_PROTOCOL`` or ``OTEL_EXPORTER_OTLP_{TRACES,METRICS}_PROTOCOL`` -> ``grpc`` or
+  ``http/protobuf`` (the default, as the OTel specification says). Anything else is a
+  ``ValueError``: a typo must not silently send nothing.
+* No trace endpoint -> the `ConsoleTreeExporter` through a ``SimpleSpanProcessor``, so the demo
+  prints each trace the moment it ends. No metric endpoint -> no metric reader: the instruments
+  still work (and cost next to nothing), but nothing is collected or printed. An in-memory
+  reader was considered and rejected: nobody would read it, and its cumulative storage grows
+  with attribute cardinality for the life of the process.
+* Metrics are exported only when asked for, because many trace backends (Jaeger, Tempo, Phoenix)
+  take no metrics and refuse every metric export (HTTP 405, gRPC UNIMPLEMENTED), which logs an
+  error per batch: ``OTEL_METRICS_EXPORTER`` (``otlp``, ``console``, ``none``; unset means
+  ``otlp`` when an endpoint for metrics is set), a trace-only endpoint
+  (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` alone) means no metric exporter, and
+  ``configure_telemetry(metrics=False)`` turns metric export off in code.
+
+Shutdown and flush are bounded in time even when the backend is down or never answers: the OTLP
+exporters retry with backoff for up to ``OTEL_EXPORTER_OTLP_TIMEOUT`` (10 s) per batch and the
+SDK's batch processor ignores the flush timeout it is given, so `TelemetryHandles` runs the SDK's
+flush and shutdown on a helper thread, waits at most ``timeout_millis`` (2 s by default, also at
+process exit), and then stops its exporters' retries. Data not delivered by then is dropped: a
+program's exit must not wait on an unreachable collector.
+
+Everything else (headers, timeouts, TLS, compression, batch sizes, export interval, temporality,
+``OTEL_SDK_DISABLED``) is read by the OpenTelemetry exporters and processors themselves, which
+also resolve endpoints exactly as the specification says (a base ``OTEL_EXPORTER_OTLP_ENDPOINT``
+gets ``/v1/traces`` appended for HTTP; a signal-specific one is used as is). This module only
+decides *which* classes to build, so it cannot disagree with them.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Final, Literal, TextIO
+
+from opentelemetry import metrics, trace
+from opentelemetry.environment_variables import OTEL_METRICS_EXPORTER
+from opentelemetry.sdk.environment_variables import (
+    OTEL_EXPORTER_OTLP_ENDPOINT,
+    OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,
+    OTEL_EXPORTER_OTLP_METRICS_PROTOCOL,
+    OTEL_EXPORTER_OTLP_PROTOCOL,
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL,
+)
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import (
+    ConsoleMetricExporter,
+    MetricExporter,
+    MetricReader,
+    PeriodicExportingMetricReader,
+)
+from opentelemetry.sdk.resources import SERVICE_NAME, OTELResourceDetector, Resource
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+from .console import ConsoleTreeExporter
+
+__all__ = [
+    "DEFAULT_TIMEOUT_MILLIS",
+    "OtlpProtocol",
+    "TelemetryHandles",
+    "configure_telemetry",
+    "resolve_metrics_exporters",
+    "resolve_otlp_protocol",
+]
+
+_logger = logging.getLogger("flowra_otel.export")
+
+OtlpProtocol = Literal["grpc", "http/protobuf"]
+_PROTOCOLS: Final[tuple[OtlpProtocol, ...]] = ("grpc", "http/protobuf")
+_DEFAULT_PROTOCOL: Final[OtlpProtocol] = "http/protobuf"
+
+
+DEFAULT_TIMEOUT_MILLIS: Final = 2_000
+"""Default budget of `TelemetryHandles.force_flush` and `TelemetryHandles.shutdown`, and of the
+shutdown at process exit. A healthy collector takes milliseconds for a batch; a dead one would
+otherwise hold the program for the exporters' retries (about 7 s per signal and batch)."""
+
+MetricsExporterName = Literal["otlp", "console"]
+_METRICS_EXPORTERS: Final[tuple[MetricsExporterName, ...]] = ("otlp", "console")
+
+
+class _Outcome:
+    """The result of a job on a `_DeadlineRunner`, once it has finished."""
+
+    def __init__(self) -> None:
+        self._done = threading.Event()
+        self._ok = False
+
+    def set(self, ok: bool) -> None:
+        self._ok = ok
+        self._done.set()
+
+    def wait(self, timeout_s: float) -> bool:
+        """``True`` if the job finished within ``timeout_s`` and succeeded."""
+        return self._done.wait(max(0.0, timeout_s)) and self._ok
+
+
+class _StopOnceSpanExporter(SpanExporter):
+    """Sits between a batch processor and an OTLP span exporter so that `TelemetryHandles` can
+    stop the exporter's retries when a shutdown runs out of time, and the processor's own
+    ``shutdown`` of it later is not a second one (which the exporters log a warning about)."""
+
+    def __init__(self, exporter: SpanExporter) -> None:
+        self._exporter = exporter
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return self._exporter.export(spans)
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return self._exporter.force_flush(timeout_millis)
+
+    def shutdown(self) -> None:
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        self._exporter.shutdown()
+
+
+class _DeadlineRunner:
+    """Runs flush/shutdown work on one daemon thread so the caller can stop waiting for it.
+
+    The thread is started when the handles are made, not when a shutdown is asked for: Python
+    3.12 refuses to start threads in `atexit` handlers, which is exactly where the shutdown of
+    most programs runs. After a fork the thread is gone; a new one is started on first use.
+    A job that overruns its caller's deadline keeps the thread; later jobs queue behind it.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._pid = -1
+        self._ensure_thread()
+
+    def _ensure_thread(self) -> bool:
+        if self._thread is not None and self._pid == os.getpid() and self._thread.is_alive():
+            return True
+        thread = threading.Thread(target=self._loop, name="flowra-otel-telemetry-shutdown", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError:  # interpreter shutting down (and the thread lost to a fork)
+            return False
+        self._thread, self._pid = thread, os.getpid()
+        return True
+
+    def _loop(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            job()
+
+    def submit(self, work: Callable[[], bool]) -> _Outcome:
+        """Queue ``work`` (exceptions are logged as a failure); wait on the returned outcome."""
+        outcome = _Outcome()
+
+        def job() -> None:
+            ok = False
+            try:
+                ok = work()
+            except Exception:  # the SDK raises a bare Exception when a metric reader fails
+                _logger.warning("flushing or shutting down the telemetry providers failed", exc_info=True)
+            finally:
+                outcome.set(ok)
+
+        if self._ensure_thread():
+            self._jobs.put(job)
+        else:
+            job()  # no thread to be had: unbounded, but better than dropping everything
+        return outcome
+
+    def stop(self) -> None:
+        """Let the thread end once it has run what is queued (it may still be stuck in an export)."""
+        self._jobs.put(None)
+
+
+class TelemetryHandles:
+    """What `configure_telemetry` built, and the two calls a program needs at the end.
+
+    ``shutdown()`` is registered with `atexit` (once, and unregistered when called by hand),
+    because a ``BatchSpanProcessor`` that is not shut down loses its last batch, which is
+    usually the trace of the run that just finished.
+
+    Both calls honour their ``timeout_millis``, also with the backend down or never answering
+    (see the module documentation): they return ``False`` when it ran out and what was not sent
+    by then is dropped.
+
+    Providers that were already installed globally by someone else (``opentelemetry-instrument``)
+    are reused but not owned: ``shutdown()`` only flushes them and leaves shutting them down
+    to their owner.
+    """
+
+    def __init__(
+        self,
+        *,
+        tracer_provider: TracerProvider,
+        meter_provider: MeterProvider,
+        span_processors: Sequence[SpanProcessor] = (),
+        span_exporters: Sequence[SpanExporter] = (),
+        metric_readers: Sequence[MetricReader] = (),
+        metric_exporters: Sequence[MetricExporter] = (),
+        owns_tracer_provider: bool = True,
+        owns_meter_provider: bool = True,
+        exit_timeout_millis: int = DEFAULT_TIMEOUT_MILLIS,
+    ) -> None:
+        self._tracer_provider = tracer_provider
+        self._meter_provider = meter_provider
+        self._span_processors = tuple(span_processors)
+        self._span_exporters = tuple(span_exporters)
+        self._metric_readers = tuple(metric_readers)
+        self._metric_exporters = tuple(metric_exporters)
+        self._owns_tracer_provider = owns_tracer_provider
+        self._owns_meter_provider = owns_meter_provider
+        self._exit_timeout_millis = _check_timeout("exit_timeout_millis", exit_timeout_millis)
+        self._lock = threading.Lock()
+        self._shut_down = False
+        self._atexit_registered = False
+        self._runners = (_DeadlineRunner(), _DeadlineRunner())  # spans, metrics
+        self._stoppable: tuple[SpanExporter, ...] = ()
+        """The span exporters (behind `_StopOnceSpanExporter`) to stop when shutdown overruns."""
+
+    @property
+    def tracer_provider(self) -> TracerProvider:
+        return self._tracer_provider
+
+    @property
+    def meter_provider(self) -> MeterProvider:
+        return self._meter_provider
+
+    @property
+    def resource(self) -> Resource:
+        """The tracer provider's resource (a meter provider built by the same call has the same)."""
+        return self._tracer_provider.resource
+
+    @property
+    def span_processors(self) -> tuple[SpanProcessor, ...]:
+        """The span processors this call added (empty when an existing provider was reused)."""
+        return self._span_processors
+
+    @property
+    def span_exporters(self) -> tuple[SpanExporter, ...]:
+        """The span exporters behind `span_processors`, in the same order."""
+        return self._span_exporters
+
+    @property
+    def metric_readers(self) -> tuple[MetricReader, ...]:
+        return self._metric_readers
+
+    @property
+    def metric_exporters(self) -> tuple[MetricExporter, ...]:
+        """The push exporters behind `metric_readers` (an explicit pull reader has none)."""
+        return self._metric_exporters
+
+    def force_flush(self, timeout_millis: int = DEFAULT_TIMEOUT_MILLIS) -> bool:
+        """Export everything buffered now; ``False`` if that did not finish within
+        ``timeout_millis`` (the export then goes on in the background) or a metric reader raised.
+
+        ``True`` does not mean the backend accepted the data: the SDK's processors and readers
+        report only whether the export calls finished in time, and the exporters log a refused
+        or failed delivery (after their retries) instead of reporting it here.
+
+        Worth calling before a short-lived program (a CLI, a serverless handler) returns, as
+        the batch processor otherwise waits up to ``OTEL_BSP_SCHEDULE_DELAY`` to send.
+        """
+        timeout_millis = _check_timeout("timeout_millis", timeout_millis)
+        if self._shut_down:
+            return False  # as the SDK's processors answer after shutdown
+        spans_ok, metrics_ok = self._run_both(
+            lambda: self._tracer_provider.force_flush(timeout_millis),
+            lambda: self._meter_provider.force_flush(timeout_millis),
+            timeout_millis,
+        )
+        return spans_ok and metrics_ok
+
+    def shutdown(self, timeout_millis: int = DEFAULT_TIMEOUT_MILLIS) -> bool:
+        """Flush and stop both providers within ``timeout_millis``; ``False`` if that ran out
+        (or a provider raised). Idempotent (later calls return ``True`` at once); errors are
+        logged, never raised.
+
+        When the time runs out, the span exporters built by `configure_telemetry` are shut
+        down, which ends their retries, and what they had not delivered is dropped with a
+        warning. (The SDK's metric reader bounds its own shutdown by the same timeout.) Never
+        raising matters because this runs from `atexit`, where an exception would only add a
+        traceback to the end of the user's program output.
+        """
+        timeout_millis = _check_timeout("timeout_millis", timeout_millis)
+        with self._lock:
+            if self._shut_down:
+                return True
+            self._shut_down = True
+            if self._atexit_registered:
+                atexit.unregister(self._shutdown_at_exit)
+                self._atexit_registered = False
+
+        def stop_spans() -> bool:
+            if self._owns_tracer_provider:
+                self._tracer_provider.shutdown()  # the SDK's batch processor bounds this by nothing
+                return True
+            return self._tracer_provider.force_flush(timeout_millis)
+
+        def stop_metrics() -> bool:
+            if self._owns_meter_provider:
+                self._meter_provider.shutdown(timeout_millis)
+                return True
+            return self._meter_provider.force_flush(timeout_millis)
+
+        spans_ok, metrics_ok = self._run_both(stop_spans, stop_metrics, timeout_millis)
+        for runner in self._runners:
+            runner.stop()
+        if not (spans_ok and metrics_ok):
+            _logger.warning(
+                "telemetry shutdown did not finish within %d ms (is the OTLP endpoint reachable?); "
+                "spans and metrics not delivered by then are dropped",
+                timeout_millis,
+            )
+            for exporter in self._stoppable:
+                exporter.shutdown()
+        return spans_ok and metrics_ok
+
+    def _run_both(
+        self, spans: Callable[[], bool], metrics: Callable[[], bool], timeout_millis: int
+    ) -> tuple[bool, bool]:
+        """Run the span and the metric side in parallel, each on its own runner, and wait for
+        both until one deadline. ``(spans_ok, metrics_ok)``: finished in time and reported success."""
+        deadline = time.monotonic() + timeout_millis / 1000
+        traces_runner, metrics_runner = self._runners
+        spans_done = traces_runner.submit(spans)
+        metrics_done = metrics_runner.submit(metrics)
+        return (
+            spans_done.wait(deadline - time.monotonic()),
+            metrics_done.wait(deadline - time.monotonic()),
+        )
+
+    def _shutdown_at_exit(self) -> None:
+        self.shutdown(self._exit_timeout_millis)
+
+    def _register_atexit(self) -> None:
+        with self._lock:
+            if not self._atexit_registered and not self._shut_down:
+                atexit.register(self._shutdown_at_exit)
+                self._atexit_registered = True
+
+
+def _check_timeout(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be a non-negative int of milliseconds, got {value!r}")
+    return value
+
+
+_global_lock = threading.Lock()
+_global_handles: TelemetryHandles | None = None
+"""The handles of the one ``set_global=True`` configuration of this process."""
+
+
+def configure_telemetry(
+    *,
+    service_name: str | None = None,
+    console: bool | None = None,
+    console_stream: TextIO | None = None,
+    span_exporter: SpanExporter | None = None,
+    metric_reader: MetricReader | None = None,
+    metrics: bool = True,
+    set_global: bool = True,
+    register_atexit: bool = True,
+    exit_timeout_millis: int = DEFAULT_TIMEOUT_MILLIS,
+) -> TelemetryHandles:
+    """Build a tracer and a meter provider from the standard ``OTEL_*`` environment.
+
+    Args:
+        service_name: Used as ``service.name`` only when neither ``OTEL_SERVICE_NAME`` nor
+            ``OTEL_RESOURCE_ATTRIBUTES`` sets one. Deliberately a default and not an override:
+            the name written in a demo's code must not stop an operator renaming the service
+            from the environment.
+        console: ``None`` prints traces as a tree when spans have nowhere else to go (no trace
+            endpoint and no ``span_exporter``); ``True`` always adds the tree printer (next to
+            OTLP, say); ``False`` never does.
+        console_stream: Stream for the tree printer; default ``sys.stdout``.
+        span_exporter: Replaces the environment's choice of span exporter (tests pass an
+            ``InMemorySpanExporter``). It is wired through a ``SimpleSpanProcessor``, so spans
+            are there as soon as they end.
+        metric_reader: Replaces the environment's choice of metric reader (tests pass an
+            ``InMemoryMetricReader``).
+        metrics: ``False`` exports no metrics whatever the environment says (the instruments
+            still work, and cost next to nothing). ``True`` leaves the choice to the
+            environment: ``OTEL_METRICS_EXPORTER`` (``otlp``, ``console``, ``none``, or a
+            comma-separated list), and when that is unset, OTLP only if
+            ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` is set,
+            so a trace-only endpoint (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``) means no metrics.
+        set_global: Install both providers as the process-wide OpenTelemetry providers. The
+            OTel API allows that once per process, so with ``True`` the first call configures
+            and every later one returns the same handles (its arguments are ignored, and a
+            debug message says so). If another party installed SDK providers first (e.g.
+            ``opentelemetry-instrument``), they are reused and nothing is added to them. Pass
+            ``False`` for independent providers, as tests do.
+        register_atexit: Call `TelemetryHandles.shutdown` at interpreter exit.
+        exit_timeout_millis: The most that shutdown at interpreter exit may take. With the
+            backend down, what is not delivered by then is dropped.
+
+    Raises:
+        ValueError: An ``OTEL_EXPORTER_OTLP_*PROTOCOL`` variable that a configured endpoint
+            would use holds something other than ``grpc`` or ``http/protobuf``; an
+            ``OTEL_METRICS_EXPORTER`` value other than ``otlp``, ``console`` or ``none``;
+            ``metrics=False`` together with a ``metric_reader``; a negative timeout.
+    """
+    if not isinstance(metrics, bool):
+        raise ValueError(f"metrics must be True or False, got {metrics!r}")
+    if not metrics and metric_reader is not None:
+        raise ValueError("metrics=False and a metric_reader contradict each other: pass one or the other")
+    _check_timeout("exit_timeout_millis", exit_timeout_millis)
+    global _global_handles  # noqa: PLW0603 -- the OTel globals are process-wide; so is this
+
+    def build(install_global: bool) -> TelemetryHandles:
+        handles = _build(
+            service_name=service_name,
+            console=console,
+            console_stream=console_stream,
+            span_exporter=span_exporter,
+            metric_reader=metric_reader,
+            export_metrics=metrics,
+            install_global=install_global,
+            exit_timeout_millis=exit_timeout_millis,
+        )
+        if register_atexit:
+            handles._register_atexit()
+        return handles
+
+    if not set_global:
+        return build(install_global=False)
+
+    with _global_lock:
+        if _global_handles is not None:
+            _logger.debug(
+                "configure_telemetry(set_global=True) already ran in this process; "
+                "returning the existing handles and ignoring the new arguments"
+            )
+            return _global_handles
+        _global_handles = build(install_global=True)
+        return _global_handles
+
+
+def resolve_otlp_protocol(signal: Literal["traces", "metrics"]) -> OtlpProtocol:
+    """The OTLP protocol for ``signal``: the signal's variable, else the general one, else
+    ``http/protobuf``. Empty values count as unset, as the specification says.
+
+    Raises:
+        ValueError: The value is not ``grpc`` or ``http/protobuf``. (``http/json`` is a valid
+            OTLP protocol, but the Python exporters do not implement it.)
+    """
+    specific = OTEL_EXPORTER_OTLP_TRACES_PROTOCOL if signal == "traces" else OTEL_EXPORTER_OTLP_METRICS_PROTOCOL
+    for name in (specific, OTEL_EXPORTER_OTLP_PROTOCOL):
+        raw = os.environ.get(name, "").strip()
+        if not raw:
+            continue
+        value = raw.lower()
+        for protocol in _PROTOCOLS:
+            if value == protocol:
+                return protocol
+        hint = " (the Python OTLP exporters do not implement http/json)" if value == "http/json" else ""
+        raise ValueError(f"{name}={raw!r} is not a supported OTLP protocol: use 'grpc' or 'http/protobuf'{hint}")
+    return _DEFAULT_PROTOCOL
+
+
+def resolve_metrics_exporters() -> tuple[MetricsExporterName, ...]:
+    """The metric exporters the environment asks for: ``OTEL_METRICS_EXPORTER`` when set
+    (``none`` -> none), else ``("otlp",)`` if a metrics or generic OTLP endpoint is set, else none.
+
+    The unset case deliberately differs from the SDK's default (``otlp`` to localhost): a program
+    given only a trace endpoint is talking to a trace backend, and most of those refuse metrics.
+
+    Raises:
+        ValueError: A value other than ``otlp``, ``console`` or ``none`` (``prometheus`` needs a
+            pull reader: pass ``metric_reader=PrometheusMetricReader()``).
+    """
+    raw = os.environ.get(OTEL_METRICS_EXPORTER, "").strip()
+    if not raw:
+        return ("otlp",) if _endpoint_set("metrics") else ()
+    names = [name.strip().lower() for name in raw.split(",") if name.strip()]
+    if names == ["none"]:
+        return ()
+    kinds: list[MetricsExporterName] = []
+    for name in names:
+        kind = next((k for k in _METRICS_EXPORTERS if k == name), None)
+        if kind is None:
+            hint = ": pass metric_reader=PrometheusMetricReader() instead" if name == "prometheus" else ""
+            raise ValueError(
+                f"{OTEL_METRICS_EXPORTER}={raw!r}: configure_telemetry supports 'otlp', 'console' or 'none'{hint}"
+            )
+        if kind not in kinds:
+            kinds.append(kind)
+    return tuple(kinds)
+
+
+# --- building ---------------------------------------------------------------------------------
+
+
+def _build(
+    *,
+    service_name: str | None,
+    console: bool | None,
+    console_stream: TextIO | None,
+    span_exporter: SpanExporter | None,
+    metric_reader: MetricReader | None,
+    export_metrics: bool,
+    install_global: bool,
+    exit_timeout_millis: int,
+) -> TelemetryHandles:
+    existing_tp: TracerProvider | None = None
+    existing_mp: MeterProvider | None = None
+    if install_global:
+        current_tp = trace.get_tracer_provider()
+        existing_tp = current_tp if isinstance(current_tp, TracerProvider) else None
+        current_mp = metrics.get_meter_provider()
+        existing_mp = current_mp if isinstance(current_mp, MeterProvider) else None
+
+    # Decide and validate everything before starting any exporter thread.
+    trace_otlp: OtlpProtocol | None = None
+    if existing_tp is None and span_exporter is None and _endpoint_set("traces"):
+        trace_otlp = resolve_otlp_protocol("traces")
+    metric_kinds: tuple[MetricsExporterName, ...] = ()
+    if existing_mp is None and metric_reader is None and export_metrics:
+        metric_kinds = resolve_metrics_exporters()
+    metric_otlp = resolve_otlp_protocol("metrics") if "otlp" in metric_kinds else None
+    resource = _resource(service_name)
+
+    processors: list[SpanProcessor] = []
+    exporters: list[SpanExporter] = []
+    stoppable: list[SpanExporter] = []
+    if existing_tp is None:
+        tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+        _add_span_exporters(
+            tracer_provider, processors, exporters, stoppable, span_exporter, trace_otlp, console, console_stream
+        )
+    else:
+        tracer_provider = existing_tp
+
+    # The batch processor's thread is running now; do not leak it if the metric side fails
+    # (a bad OTEL_METRIC_EXPORT_* value, unreadable TLS files, ...).
+    readers: list[MetricReader] = []
+    metric_exporters: list[MetricExporter] = []
+    try:
+        if existing_mp is None:
+            if metric_reader is not None:
+                readers.append(metric_reader)
+            metric_exporters.extend(_metric_exporters(metric_kinds, metric_otlp))
+            readers.extend(PeriodicExportingMetricReader(exporter) for exporter in metric_exporters)
+            meter_provider = MeterProvider(metric_readers=readers, resource=resource, shutdown_on_exit=False)
+        else:
+            meter_provider = existing_mp
+    except BaseException:
+        if existing_tp is None:
+            tracer_provider.shutdown()
+        raise
+
+    if install_global:
+        _install_global(
+            tracer_provider, meter_provider, reused_tp=existing_tp is not None, reused_mp=existing_mp is not None
+        )
+    handles = TelemetryHandles(
+        tracer_provider=tracer_provider,
+        meter_provider=meter_provider,
+        span_processors=processors,
+        span_exporters=exporters,
+        metric_readers=readers,
+        metric_exporters=metric_exporters,
+        owns_tracer_provider=existing_tp is None,
+        owns_meter_provider=existing_mp is None,
+        exit_timeout_millis=exit_timeout_millis,
+    )
+    handles._stoppable = tuple(stoppable)
+    return handles
+
+
+def _add_span_exporters(
+    tracer_provider: TracerProvider,
+    processors: list[SpanProcessor],
+    exporters: list[SpanExporter],
+    stoppable: list[SpanExporter],
+    span_exporter: SpanExporter | None,
+    trace_otlp: OtlpProtocol | None,
+    console: bool | None,
+    console_stream: TextIO | None,
+) -> None:
+    if span_exporter is not None:
+        exporters.append(span_exporter)
+        processors.append(SimpleSpanProcessor(span_exporter))
+    elif trace_otlp is not None:
+        exporters.append(_otlp_span_exporter(trace_otlp))
+        stoppable.append(_StopOnceSpanExporter(exporters[0]))
+        processors.append(BatchSpanProcessor(stoppable[0]))
+    if console or (console is None and not exporters):
+        exporters.append(ConsoleTreeExporter(console_stream))
+        processors.append(SimpleSpanProcessor(exporters[-1]))
+    for processor in processors:
+        tracer_provider.add_span_processor(processor)
+
+
+def _metric_exporters(
+    kinds: tuple[MetricsExporterName, ...], otlp_protocol: OtlpProtocol | None
+) -> list[MetricExporter]:
+    exporters: list[MetricExporter] = []
+    if otlp_protocol is not None:
+        exporters.append(_otlp_metric_exporter(otlp_protocol))
+    if "console" in kinds:
+        exporters.append(ConsoleMetricExporter())
+    return exporters
+
+
+def _install_global(
+    tracer_provider: TracerProvider, meter_provider: MeterProvider, *, reused_tp: bool, reused_mp: bool
+) -> None:
+    if reused_tp:
+        _logger.info(
+            "a global OpenTelemetry TracerProvider is already installed (opentelemetry-instrument?); "
+            "using it as is, without adding exporters"
+        )
+    else:
+        trace.set_tracer_provider(tracer_provider)
+    if reused_mp:
+        _logger.info("a global OpenTelemetry MeterProvider is already installed; using it as is")
+    else:
+        metrics.set_meter_provider(meter_provider)
+    if trace.get_tracer_provider() is not tracer_provider or metrics.get_meter_provider() is not meter_provider:
+        _logger.warning(
+            "could not install the OpenTelemetry providers globally (a non-SDK provider was set first); "
+            "pass handles.tracer_provider / handles.meter_provider to the code that needs them"
+        )
+
+
+def _endpoint_set(signal: Literal["traces", "metrics"]) -> bool:
+    specific = OTEL_EXPORTER_OTLP_TRACES_ENDPOINT if signal == "traces" else OTEL_EXPORTER_OTLP_METRICS_ENDPOINT
+    return any(os.environ.get(name, "").strip() for name in (specific, OTEL_EXPORTER_OTLP_ENDPOINT))
+
+
+def _resource(service_name: str | None) -> Resource:
+    attributes: dict[str, str] = {}
+    if service_name is not None and SERVICE_NAME not in OTELResourceDetector().detect().attributes:
+        attributes[SERVICE_NAME] = service_name
+    return Resource.create(attributes)
+
+
+def _otlp_span_exporter(protocol: OtlpProtocol) -> SpanExporter:
+    # Imported here: each transport pulls in its own stack (grpcio or requests), and a process
+    # should load only the one it uses. Both read endpoint, headers, TLS, ... from the env.
+    if protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
+
+        return GrpcSpanExporter()
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
+
+    return HttpSpanExporter()
+
+
+def _otlp_metric_exporter(protocol: OtlpProtocol) -> MetricExporter:
+    if protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter as GrpcMetricExporter
+
+        return GrpcMetricExporter()
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as HttpMetricExporter
+
+    return HttpMetricExporter()

@@ -1,0 +1,153 @@
+"""Test helpers for users of flowra-otel: prove that your redaction hooks keep secrets out of traces.
+
+Why this exists: flowra-otel records tool arguments, tool results and messages only after every
+hook has run, but whether *your* hooks really remove what they should (every channel, every
+registration order, every error path) is something only your own tests can show. These helpers
+make that a one-liner on the spans of the OpenTelemetry SDK's ``InMemorySpanExporter``::
+
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from flowra_otel.testing import assert_no_leak
+
+    ...  # run your agent with OtelHooks(tracer_provider=..., capture_content=True)
+    assert_no_leak(exporter.get_finished_spans(), ["sk-test-123", "alice@example.com"])
+
+Every place a span can carry text is searched: the span name, attributes (strings and string
+arrays), event names and attributes, link attributes, the status description and the resource
+attributes. Content attributes are JSON (``gen_ai.input.messages``...), where a secret may only
+appear escaped (``"pa\\"ss"``, ``"\\u00e9"``, a PEM key's ``\\n``, a JSON document inside a JSON
+string), and a truncated attribute is JSON no more: every text is searched raw, decoded when it
+parses as JSON (layer by layer), and JSON-unescaped when it does not
+(``flowra_otel.secret_scan``, the scanner the ``audit`` command uses too).
+
+Pair every ``assert_no_leak`` with a positive check (the redacted replacement *is* recorded):
+a trace with no content at all also has no leak.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+
+from .secret_scan import scan_text
+
+__all__ = ["Leak", "assert_no_leak", "find_leaks"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Leak:
+    """One secret found in one place of one span."""
+
+    span_name: str
+    span_id: str
+    """The span id as 16 hex digits (empty when the span has no context)."""
+    where: str
+    """``span name``, ``attribute <key>``, ``event <name> name``, ``event <name> attribute <key>``,
+    ``link <index> attribute <key>``, ``status description`` or ``resource attribute <key>``."""
+    secret_index: int
+    """Position of the secret in the ``secrets`` given to ``find_leaks``."""
+    secret: str = dataclasses.field(repr=False)
+    decoded: bool = False
+    """True when the secret was found only after JSON-decoding the text."""
+
+    def __str__(self) -> str:
+        how = " (after JSON-unescaping)" if self.decoded else ""
+        return f"span {self.span_name!r} [{self.span_id}]: {self.where} contains {_describe(self)}{how}"
+
+
+def _describe(leak: Leak) -> str:
+    """Which secret, without printing it whole into CI logs."""
+    shown = f"{leak.secret[:4]}…" if len(leak.secret) >= 8 else "…"
+    return f"secret #{leak.secret_index} ({shown!r}, {len(leak.secret)} chars)"
+
+
+def _secrets(secrets: str | Iterable[str]) -> tuple[str, ...]:
+    given: tuple[object, ...] = (secrets,) if isinstance(secrets, str) else tuple(secrets)
+    values: list[str] = []
+    for value in given:  # typed callers cannot get this wrong, untyped test code can
+        if not isinstance(value, str):
+            msg = f"secrets must be strings, got {type(value).__name__}"
+            raise TypeError(msg)
+        if not value:
+            msg = "an empty secret would match everywhere"
+            raise ValueError(msg)
+        values.append(value)
+    return tuple(values)
+
+
+def _find(text: str, secrets: Sequence[str]) -> Iterator[tuple[int, bool]]:
+    """(secret index, found only after decoding) for each secret in ``text``."""
+    for finding in scan_text(text, secrets=secrets):
+        yield finding.index, finding.decoded
+
+
+def _attribute_texts(attributes: Mapping[str, Any] | None, prefix: str) -> Iterator[tuple[str, str]]:
+    for key, value in (attributes or {}).items():
+        where = f"{prefix}attribute {key}"
+        if isinstance(value, str):
+            yield where, value
+        elif isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
+            for item in value:
+                if isinstance(item, str):
+                    yield where, item
+
+
+def _texts(span: ReadableSpan) -> Iterator[tuple[str, str]]:
+    """(where, text) for every text a span carries."""
+    yield "span name", span.name
+    yield from _attribute_texts(span.attributes, "")
+    for event in span.events:
+        yield f"event {event.name} name", event.name
+        yield from _attribute_texts(event.attributes, f"event {event.name} ")
+    for index, link in enumerate(span.links):
+        yield from _attribute_texts(link.attributes, f"link {index} ")
+    description = span.status.description
+    if description:
+        yield "status description", description
+    yield from _attribute_texts(span.resource.attributes, "resource ")
+
+
+def find_leaks(spans: Iterable[ReadableSpan], secrets: str | Iterable[str]) -> list[Leak]:
+    """Every place in ``spans`` where one of ``secrets`` appears (substring match), in span order.
+
+    ``secrets``: the values that must not be exported (a single string counts as one secret).
+    A secret is also found inside JSON text after unescaping (see the module docstring).
+    Raises ``ValueError`` for an empty secret and ``TypeError`` for a non-string one.
+    """
+    values = _secrets(secrets)
+    leaks: list[Leak] = []
+    for span in spans:
+        span_id = format(span.context.span_id, "016x") if span.context is not None else ""
+        seen: set[tuple[str, int]] = set()
+        for where, text in _texts(span):
+            for index, decoded in _find(text, values):
+                if (where, index) in seen:  # one entry per place, also for string arrays
+                    continue
+                seen.add((where, index))
+                leaks.append(Leak(span.name, span_id, where, index, values[index], decoded))
+    return leaks
+
+
+def assert_no_leak(spans: Iterable[ReadableSpan], secrets: str | Iterable[str], *, allowed: Iterable[str] = ()) -> None:
+    """Fail with every place a secret was found; pass silently otherwise.
+
+    ``allowed``: ``fnmatch`` patterns of ``Leak.where`` values that may contain a secret, e.g.
+    ``"attribute app.debug.*"``. Raises ``AssertionError`` listing span, place and secret,
+    and also when ``spans`` is empty: a leak check on nothing usually means the exporter was
+    not wired to the ``OtelHooks`` under test, and would pass for the wrong reason.
+    """
+    span_list = list(spans)
+    if not span_list:
+        msg = "assert_no_leak got no spans: is the exporter wired to the OtelHooks under test?"
+        raise AssertionError(msg)
+    patterns = tuple(allowed)
+    leaks = [
+        leak for leak in find_leaks(span_list, secrets) if not any(fnmatch.fnmatchcase(leak.where, p) for p in patterns)
+    ]
+    if leaks:
+        lines = "\n".join(f"  - {leak}" for leak in leaks)
+        msg = f"{len(leaks)} secret leak(s) in exported spans:\n{lines}"
+        raise AssertionError(msg)
