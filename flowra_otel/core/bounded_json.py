@@ -50,6 +50,14 @@ WORK_FACTOR: Final = 4
 
 _SURROGATES: Final = re.compile("[\ud800-\udfff]")
 
+
+class Blob(bytes):
+    """Media data (an image, a document) inside a structured value: recorded as base64, like the
+    ``blob`` parts of a message, and not scrubbed (binary media is not text)."""
+
+    __slots__ = ()
+
+
 type Scrub = Callable[[str], str]
 """One leaf's cleaning (the user's ``redact=`` then the built-in patterns); may raise."""
 

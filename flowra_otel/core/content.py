@@ -30,7 +30,7 @@ import dataclasses
 import json
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, Final, NamedTuple, Protocol
 
 from .bounded_json import (
@@ -143,6 +143,11 @@ class MessageReader(Protocol):
         """A tool result's content as a plain value: text, or a structure of plain values."""
         ...
 
+    def fingerprint(self, message: Any) -> Hashable | None:
+        """A key that a message and the copies flowra makes of it share (None: none; the
+        renderer then knows a message by its identity only)."""
+        ...
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ContentPolicy:
@@ -213,6 +218,17 @@ class _Entry:
         in place in the history gets it re-rendered)."""
         return self.message is message and _same_items(self.blocks, blocks)
 
+    def copy_of(self, message: Any) -> bool:
+        """An equal message (a deep copy of the one rendered): compared field by field, in C."""
+        try:
+            return bool(self.message == message)
+        except Exception:  # an odd value whose __eq__ raises: render it again
+            return False
+
+    def adopt(self, message: Any) -> None:
+        self.message = message
+        self.blocks = tuple(getattr(message, "blocks", None) or ())
+
 
 class ContentRenderer:
     """Renders one agent run's content attributes (create one per run, drop it at the run's end).
@@ -222,7 +238,7 @@ class ContentRenderer:
     thread-safe: a run's hooks are called from the run's own task.
     """
 
-    __slots__ = ("_budget", "_leaves", "_messages", "_policy", "_reader", "_scrub", "_system", "_tools")
+    __slots__ = ("_budget", "_copies", "_leaves", "_messages", "_policy", "_reader", "_scrub", "_system", "_tools")
 
     def __init__(self, policy: ContentPolicy, reader: MessageReader) -> None:
         self._policy = policy
@@ -230,6 +246,7 @@ class ContentRenderer:
         self._budget = policy.max_length
         self._scrub = policy.scrub
         self._messages: dict[int, _Entry] = {}
+        self._copies: dict[Hashable, _Entry] = {}  # by the reader's fingerprint: a copy of a rendered message
         self._leaves: dict[int, Any] = {}  # big leaves already cleaned (a tool result, then its history copy)
         self._system: tuple[list[tuple[Any, tuple[Any, ...]]], str] | None = None
         self._tools: tuple[tuple[Any, ...], str] | None = None
@@ -250,9 +267,11 @@ class ContentRenderer:
         first: when over budget the oldest are dropped and a ``system`` message with a marker text
         part comes first; a newest message too big on its own is shrunk inside its parts."""
         msgs = messages if isinstance(messages, list) else list(messages)
-        if len(self._messages) > 2 * len(msgs) + 64:  # history compacted: forget dropped messages
+        if len(self._messages) > 2 * len(msgs) + 64:  # history compacted (or copied): forget the rest
             live = {id(m) for m in msgs}
             self._messages = {k: e for k, e in self._messages.items() if k in live}
+            kept = {id(e) for e in self._messages.values()}
+            self._copies = {k: e for k, e in self._copies.items() if id(e) in kept}
         return self._history(msgs, len(msgs))
 
     def _history(self, msgs: list[Any], count: int) -> str:
@@ -306,8 +325,17 @@ class ContentRenderer:
         entry = self._messages.get(id(message))
         if entry is not None and entry.same(message, blocks):
             return entry
+        key = self._reader.fingerprint(message)
+        if key is not None:
+            entry = self._copies.get(key)
+            if entry is not None and entry.copy_of(message):
+                entry.adopt(message)  # this copy is the one the next call's copy is compared with
+                self._messages[id(message)] = entry
+                return entry
         entry = self._render_message(message, blocks)
         self._messages[id(message)] = entry
+        if key is not None:
+            self._copies[key] = entry
         return entry
 
     def _render_message(self, message: Any, blocks: Sequence[Any] | None) -> _Entry:

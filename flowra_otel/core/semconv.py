@@ -100,6 +100,14 @@ OI_OUTPUT_MIME_TYPE: Final = "output.mime_type"
 OI_TOKEN_COUNT_KEYS: Final = ("llm.token_count.prompt", "llm.token_count.completion", "llm.token_count.total")
 MIME_JSON: Final = "application/json"
 FLOWRA_TOOL_IS_ERROR: Final = "flowra.tool.is_error"
+FLOWRA_TOOL_ERROR_KIND: Final = "flowra.tool.error_kind"
+"""flowra 0.0.86+: the ``ToolErrorKind`` of a failed call (``execution``, ``unknown_tool`` ...)."""
+FLOWRA_TOOL_PREFILLED: Final = "flowra.tool.prefilled"
+"""flowra 0.0.92+: true for a call a ``BeforeToolCallsEvent`` hook answered; the tool did not run."""
+FLOWRA_TOOL_CUT_OFF: Final = "flowra.tool.cut_off"
+"""true for a call the response cut off (e.g. at ``max_tokens``): answered with an error, never run."""
+FLOWRA_AGENT_RESUMED: Final = "flowra.agent.resumed"
+"""true on an ``invoke_agent`` span that continues an agent a durable run had started before."""
 
 END_INTERRUPTED: Final = "interrupted"
 END_CANCELLED: Final = "cancelled"
@@ -146,6 +154,9 @@ PROVIDER_BY_FLOWRA_CLASS: Final[dict[str, str]] = {
     "OpenAIProvider": "openai",
     "AnthropicVertexProvider": "gcp.vertex_ai",
     "GoogleVertexProvider": "gcp.vertex_ai",
+    "AnthropicProvider": "anthropic",
+    "AnthropicBedrockProvider": "aws.bedrock",
+    "OpenAIResponsesProvider": "openai",
 }
 """flowra's own provider classes, for models named without a vendor prefix."""
 UNKNOWN_PROVIDER: Final = "unknown"
@@ -159,4 +170,5 @@ FINISH_REASON_BY_STOP_REASON: Final[dict[str, str]] = {
     "tool_use": "tool_call",
     "schema_validation_failed": "error",
     "other": "other",
+    "refusal": "content_filter",
 }

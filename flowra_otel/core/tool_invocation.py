@@ -63,9 +63,11 @@ class ToolInvocation:
         offered: Mapping[str, str],
         metric_extra: Mapping[str, AttributeValue],
         shapes: dict[Any, tuple[str, attributes.Attributes]] | None = None,
+        extra: attributes.Attributes | None = None,
     ) -> None:
         """``model_tool_use``: the call as the model asked for it; ``tool_use``: as every
-        BeforeToolCallEvent hook left it, the call that runs."""
+        BeforeToolCallEvent hook left it, the call that runs. ``extra``: start attributes of this
+        call alone (how it was answered: prefilled, cut off)."""
         self.telemetry = telemetry
         self.content = content  # None: no content is recorded on this span
         self.agent_name = agent_name
@@ -113,12 +115,11 @@ class ToolInvocation:
         call_id = getattr(tool_use, "id", "")
         if type(call_id) is not str or not call_id.isascii():
             call_id = safe_str(call_id)
+        attrs = {**template, semconv.GEN_AI_TOOL_CALL_ID: call_id}
+        if extra:
+            attrs.update(extra)
         self.span = telemetry.tracer.start_span(
-            name,
-            context=parent,
-            kind=SpanKind.INTERNAL,
-            attributes={**template, semconv.GEN_AI_TOOL_CALL_ID: call_id},
-            start_time=start_ns,
+            name, context=parent, kind=SpanKind.INTERNAL, attributes=attrs, start_time=start_ns
         )
 
     def called(self, change: redaction.FieldChange | None) -> None:
@@ -132,12 +133,21 @@ class ToolInvocation:
                 semconv.GEN_AI_TOOL_CALL_ARGUMENTS, self.content.tool_arguments(getattr(tool_use, "input", None))
             )
 
-    def stop(self, result: Any, change: redaction.FieldChange | None) -> None:
-        """AfterToolCallEvent returned: ``result`` is what the model will see."""
+    def stop(
+        self,
+        result: Any,
+        change: redaction.FieldChange | None,
+        *,
+        end_ns: int | None = None,
+        error_kind: str | None = None,
+    ) -> None:
+        """Every hook has run: ``result`` is what the model sees. The span ends at ``end_ns``
+        (default now): when the tool returned, if its result was recorded later. ``error_kind``:
+        flowra's kind of a failed call (0.0.86+), recorded with the error."""
         if self.ended:
             return
         self.ended = True
-        end_ns = time.time_ns()
+        end_ns = end_ns or time.time_ns()
         error_type: str | None = None
         try:
             is_error = bool(getattr(result, "is_error", False))
@@ -145,7 +155,7 @@ class ToolInvocation:
             if change is not None:
                 self._record_ledger(change, result)
             if is_error or self.content is not None:  # else the result leaves nothing on the span
-                self._apply_result(result, is_error=is_error)
+                self._apply_result(result, is_error=is_error, error_kind=error_kind)
         except Exception:
             logger.exception("flowra_otel: could not record a tool result; its span still ends")
         finally:
@@ -170,7 +180,7 @@ class ToolInvocation:
         if self.telemetry.instruments.enabled:
             self._record_metrics(end, error_type)
 
-    def _apply_result(self, result: Any, *, is_error: bool) -> None:
+    def _apply_result(self, result: Any, *, is_error: bool, error_kind: str | None = None) -> None:
         span = self.span
         if not span.is_recording():
             return
@@ -178,6 +188,8 @@ class ToolInvocation:
         if is_error:
             span.set_attribute(semconv.ERROR_TYPE, semconv.ERROR_TYPE_TOOL)
             span.set_attribute(semconv.FLOWRA_TOOL_IS_ERROR, True)
+            if error_kind:
+                span.set_attribute(semconv.FLOWRA_TOOL_ERROR_KIND, error_kind)
             # The result text is content: it goes in the description only when capture is on.
             span.set_status(Status(StatusCode.ERROR, content.result_text(result) if content is not None else None))
         elif content is not None:

@@ -75,5 +75,10 @@ class HookRegistryMessages:
     def result_value(result: Any) -> Any:
         return getattr(result, "content", "")
 
+    @staticmethod
+    def fingerprint(message: Any) -> None:
+        """None: this line hands the same message objects to every call (the id is the key)."""
+        return
+
 
 MESSAGES: Final = HookRegistryMessages()

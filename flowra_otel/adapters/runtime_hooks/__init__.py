@@ -1,0 +1,13 @@
+"""The adapter for flowra 0.0.86 - 0.0.93: ``runtime.hooks`` with ``on`` / ``on_span``.
+
+``tracing`` turns flowra's span types (``AgentSpan``, ``LLMCallSpan``, ``ToolCallSpan``) and the
+turn's events into the core's invocation objects; ``frames`` is what follows flowra's execution
+tree (a ``FlowingVar``); ``emit_patch`` runs an event's handler loop for the few events acted on
+after every hook; ``messages`` reads this line's messages for the content pipeline; ``durable``
+keeps a durable run's trace link; ``_flowra`` is the only module that reads flowra's private
+names. ``instrumentor`` (zero-code) needs the optional ``opentelemetry-instrumentation``.
+"""
+
+from .adapter import RuntimeHooksAdapter as Adapter
+
+__all__ = ["Adapter"]

@@ -1,0 +1,146 @@
+"""The facts about flowra 0.0.86 - 0.0.93 this adapter relies on, in one place.
+
+The hook code of these releases (``agent/flow/hooks.py``, ``agent/runtime/spans.py``,
+``lib/observability/llm_hooks.py``, ``agent/flow/context.py``, ``flowing_registry.py``) is
+byte-identical; this is the only module of the adapter that reads flowra's private names:
+``HooksImpl``'s handler resolution (to run an event's handler loop as flowra does, with the
+redaction ledger watching each handler) and the runtime's storage and current root node (where a
+durable run's trace link is kept). ``check()`` verifies them when tracing is installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+from flowra.agent import AgentRuntime, AgentSpan, FlowingVar
+from flowra.agent import InterruptedError as FlowraInterruptedError
+from flowra.agent.flow import TimeoutAgent
+from flowra.agent.flow.hooks import Event, HooksImpl
+from flowra.lib.chat import ChatAgent
+from flowra.lib.observability import LLMCallSpan, TextDeltaEvent, ThinkingDeltaEvent, ToolCallSpan
+from flowra.lib.turn import hook_events as events
+from flowra.lib.turn.tool_call import ToolCallAgent
+from flowra.llm import StopReason, ToolResultBlock, UserMessage
+
+__all__ = [
+    "CONTENT_EVENTS",
+    "CUT_OFF_STOP_REASONS",
+    "DELTA_EVENTS",
+    "LEDGER_FIELDS",
+    "PLUMBING_AGENTS",
+    "AgentRuntime",
+    "AgentSpan",
+    "ChatAgent",
+    "Event",
+    "FlowingVar",
+    "FlowraInterruptedError",
+    "HooksImpl",
+    "LLMCallSpan",
+    "StopReason",
+    "ToolCallSpan",
+    "ToolResultBlock",
+    "UserMessage",
+    "check",
+    "context_of",
+    "events",
+    "handlers_of",
+    "may_stream",
+    "remove_global",
+    "root_node_id",
+    "runtime_storage",
+]
+
+PLUMBING_AGENTS: Final[tuple[type[Any], ...]] = (ToolCallAgent, TimeoutAgent)
+"""flowra's own machinery, never an ``invoke_agent`` span: the tool-call agent (its tool call is
+the ``execute_tool`` span) and the timeout guard. A ``ChatAgent`` is represented by its
+``TurnAgent`` child (which takes its name)."""
+
+LEDGER_FIELDS: Final[dict[type[Any], str]] = {
+    events.BeforeToolCallEvent: "tool_use",
+    events.AfterToolCallEvent: "result",
+}
+"""Tool events whose payload field hooks may replace, and whose changes the ledger records."""
+
+CONTENT_EVENTS: Final[frozenset[type[Any]]] = frozenset(
+    {
+        events.StartTurnEvent,
+        events.MessageAcceptedEvent,
+        events.BeforeToolCallsEvent,
+        events.BeforeToolCallEvent,
+        events.AfterToolCallEvent,
+        events.ResultMessageEvent,
+    }
+)
+"""Events the adapter acts on once every handler has run (and whose handlers see values a hook
+may be about to redact: an agent run started inside them records no content)."""
+
+DELTA_EVENTS: Final[frozenset[type[Any]]] = frozenset({TextDeltaEvent, ThinkingDeltaEvent})
+"""Streaming chunks: watched when emitted (time to first chunk), never subscribed to (a handler
+would switch flowra to streaming)."""
+
+CUT_OFF_STOP_REASONS: Final = frozenset(
+    {StopReason.MAX_TOKENS, StopReason.STOP_SEQUENCE, StopReason.SCHEMA_VALIDATION_FAILED, StopReason.OTHER}
+)
+"""Stop reasons after which a response ending in a tool call has that call cut off
+(``TurnAgent.call_llm``): it is answered with an error and never run."""
+
+
+def handlers_of(hooks: Any, event_type: type[Any]) -> list[Callable[..., Any]]:
+    """The handlers ``HooksImpl.emit`` would call for ``event_type``, in its order (global
+    subscriptions first, then the scoped ones that match the emitter's call stack)."""
+    handlers: list[Callable[..., Any]] = hooks._HooksImpl__resolve(hooks._root._events, event_type)
+    return handlers
+
+
+def may_stream(hooks: Any) -> bool:
+    """Whether some handler listens to streaming chunks (flowra then streams: ``LLMCaller``
+    streams when its agent's hooks have a delta handler; scoped ones are counted too)."""
+    group = hooks._root._events
+    return any(group.global_subscriptions.get(t) or group.scoped_subscriptions.get(t) for t in DELTA_EVENTS)
+
+
+def context_of(hooks: Any) -> Any:
+    """The ``ExecutionContext`` an emitting ``HooksImpl`` stamps on its events."""
+    return hooks._HooksImpl__context
+
+
+def remove_global(hooks: Any, handler_self: object) -> None:
+    """Drop every global subscription (events and spans) whose handler is a method of
+    ``handler_self`` (the zero-code instrumentor's tracing, replaced by the app's own)."""
+    root = hooks._root
+    for group in (root._events, root._spans):
+        for subscriptions in group.global_subscriptions.values():
+            subscriptions[:] = [s for s in subscriptions if getattr(s.handler, "__self__", None) is not handler_self]
+
+
+def runtime_storage(runtime: Any) -> Any:
+    """The ``SessionStorage`` of a durable ``AgentRuntime`` (None without one)."""
+    return getattr(runtime, "_AgentRuntime__storage", None)
+
+
+def root_node_id(runtime: Any) -> str | None:
+    """The node id of the run the runtime is executing (``r<run number>``; the same after a
+    resume), or None between runs."""
+    root = getattr(runtime, "_AgentRuntime__root", None)
+    node_id = getattr(root, "node_id", None)
+    return node_id if isinstance(node_id, str) else None
+
+
+def check(runtime: Any) -> None:
+    """Fail now, with a clear message, if this flowra's internals are not the ones read above."""
+    hooks = getattr(runtime, "hooks", None)
+    missing = [
+        name
+        for name, ok in (
+            ("AgentRuntime", isinstance(runtime, AgentRuntime)),
+            ("runtime.hooks (HooksImpl)", isinstance(hooks, HooksImpl)),
+            ("HooksImpl.__resolve", callable(getattr(HooksImpl, "_HooksImpl__resolve", None))),
+            ("HooksImpl.__context", isinstance(getattr(HooksImpl, "_HooksImpl__context", None), property)),
+            ("runtime.flowing", hasattr(runtime, "flowing")),
+        )
+        if not ok
+    ]
+    if missing:
+        msg = f"flowra_otel cannot trace this runtime: missing {', '.join(missing)} (flowra 0.0.86 - 0.0.93 expected)"
+        raise TypeError(msg)

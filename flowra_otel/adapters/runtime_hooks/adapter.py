@@ -1,0 +1,70 @@
+"""``RuntimeHooksAdapter``: the flowra 0.0.86 - 0.0.93 side of ``OtelHooks``.
+
+    OtelHooks().install(runtime)
+
+It subscribes a ``RuntimeTracing`` to ``runtime.hooks`` (the agent, LLM-call and tool-call
+spans, the turn's content events; never the streaming delta events, whose handlers would switch
+flowra to streaming) and patches ``HooksImpl.emit`` once per process (``emit_patch``). One adapter
+can trace many runtimes; each runtime is traced by one ``OtelHooks`` (the app's own replaces the
+zero-code instrumentor's).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from ...core.options import TraceOptions
+from ...core.telemetry import Telemetry
+from . import _flowra, emit_patch
+from .tracing import RuntimeTracing
+
+
+class RuntimeHooksAdapter:
+    """Turns every flowra 0.0.86 - 0.0.93 agent run of the runtimes it is installed on into GenAI
+    spans and metrics. Built by ``flowra_otel.OtelHooks`` (whose docstring lists the options) or by
+    the zero-code instrumentor."""
+
+    __slots__ = ("_auto", "options", "telemetry")
+
+    def __init__(self, telemetry: Telemetry) -> None:
+        self.telemetry: Final[Telemetry] = telemetry
+        self.options: Final[TraceOptions] = telemetry.options
+        self._auto = False  # True only for the zero-code instrumentor's instance
+        if not telemetry.disabled:
+            emit_patch.install()
+
+    def install(self, runtime: Any) -> None:
+        """Trace every agent run of ``runtime``.
+
+        Raises:
+            TypeError: ``runtime`` is not a flowra 0.0.86 - 0.0.93 ``AgentRuntime``.
+            ValueError: another ``OtelHooks`` (not the zero-code one) already traces it.
+        """
+        _flowra.check(runtime)
+        if self.telemetry.disabled:
+            return
+        for tracing in tracings_of(runtime):
+            if tracing.adapter is self:
+                return  # installed already: once is enough
+            if tracing.adapter._auto and not self._auto:
+                _flowra.remove_global(runtime.hooks, tracing)  # the app's own options apply
+            elif self._auto:
+                return  # the app installed its own: the zero-code one stays out
+            else:
+                msg = "another OtelHooks already traces this runtime; install one per runtime"
+                raise ValueError(msg)
+        RuntimeTracing(self, runtime)
+
+    def __repr__(self) -> str:
+        return f"RuntimeHooksAdapter(capture_content={self.options.capture_content})"
+
+
+def tracings_of(runtime: Any) -> list[RuntimeTracing]:
+    """The tracings subscribed to ``runtime`` (by their agent-span handler)."""
+    subscriptions = runtime.hooks._root._spans.global_subscriptions.get(_flowra.AgentSpan, ())
+    return [owner for s in subscriptions if isinstance(owner := getattr(s.handler, "__self__", None), RuntimeTracing)]
+
+
+emit_patch.MARKERS.add(RuntimeTracing.on_event)
+
+__all__ = ["RuntimeHooksAdapter", "tracings_of"]

@@ -1,0 +1,517 @@
+"""``RuntimeTracing``: one runtime's flowra 0.0.86+ spans and events, turned into core invocations.
+
+What flowra reports, and what becomes of it:
+
+* ``AgentSpan`` (opened when an agent starts on a node): an ``invoke_agent`` span, except for
+  flowra's machinery (``ToolCallAgent``, ``TimeoutAgent``) and a ``ChatAgent``, whose
+  ``TurnAgent`` child stands for it and takes its name. The run's root also starts the run
+  (conversation id, stamps, the durable trace link).
+* ``LLMCallSpan`` (one per attempt of flowra's ``LLMCaller``, fallbacks included): a ``chat`` span,
+  made current (attached and detached in the step's own task) while the provider is called, so
+  HTTP client spans made there nest under it. Its output waits until the ``BeforeToolCallEvent``
+  hooks of its response ran: the tool calls it shows are the ones that run.
+* ``ToolCallSpan`` (opened with the tool-call agent): an ``execute_tool`` span, current for the
+  tool's steps and the parent of an agent used as a tool. It ends when the tool returned, but its
+  result is written only once the value the model is given is known: the matching result in the
+  agent's next LLM request, or in the turn's messages when the agent ends (every hook, global or
+  agent-scoped, and flowra's own changes after them, have run by then).
+* ``BeforeToolCallsEvent`` / ``BeforeToolCallEvent`` / ``AfterToolCallEvent`` / ``StartTurnEvent`` /
+  ``MessageAcceptedEvent``, after every handler (``emit_patch``): the redaction ledger, calls
+  answered by a hook (``prefilled``) or cut off by the token limit (spans of their own), the run's
+  input, conversation id and metric attributes.
+
+Never raises into flowra: ``emit`` does not guard event handlers, so every entry point here
+catches and logs (without content) whatever goes wrong, and the agent's result is unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry.trace import Span
+
+from ...core import attributes, semconv
+from ...core.agent_invocation import AgentInvocation
+from ...core.chat_invocation import ChatInvocation
+from ...core.current_span import attach, context_with, detach
+from ...core.field_tracker import FieldTracker
+from ...core.run_state import RunState
+from ...core.safety import safe_str, utf8_safe
+from ...core.telemetry import Telemetry
+from ...core.tool_invocation import ToolInvocation
+from . import _flowra, emit_patch
+from ._flowra import (
+    CUT_OFF_STOP_REASONS,
+    PLUMBING_AGENTS,
+    AgentSpan,
+    ChatAgent,
+    FlowraInterruptedError,
+    LLMCallSpan,
+    ToolCallSpan,
+    events,
+)
+from .durable import EphemeralLinkStore
+from .frames import RESUMING, AgentScope, Frame, PendingResult, RunScope, enter, exit_, nearest_open
+from .messages import MESSAGES
+
+logger = logging.getLogger("flowra_otel")
+
+type ExitHandler = Callable[[BaseException | None], None]
+
+
+class RuntimeTracing:
+    """The adapter's subscriptions on one ``AgentRuntime`` and the flowing frame they share."""
+
+    __slots__ = ("adapter", "frame", "runtime", "telemetry")
+
+    def __init__(self, adapter: Any, runtime: Any) -> None:
+        self.adapter = adapter  # the RuntimeHooksAdapter (its _auto flag: zero-code or the app's own)
+        self.telemetry: Telemetry = adapter.telemetry
+        self.runtime = runtime
+        self.frame: Any = runtime.flowing.create_var(default=None, on_enter=enter, on_exit=exit_)
+        hooks = runtime.hooks
+        hooks.on_span(AgentSpan, self.on_agent_span)
+        hooks.on_span(LLMCallSpan, self.on_llm_span)
+        hooks.on_span(ToolCallSpan, self.on_tool_span)
+        for event_type in _flowra.CONTENT_EVENTS:
+            hooks.on(event_type, self.on_event)
+
+    def on_event(self, event: Any) -> None:
+        """The marker of this tracing's subscription: the patched ``emit`` never calls it; it acts
+        once every handler ran (``event_done``)."""
+
+    # ------------------------------------------------------------------ agents
+    def on_agent_span(self, event: Any) -> Any:
+        """An agent starts on a node (again, after a resume): its ``invoke_agent`` span."""
+        try:
+            span = event.data
+            stack = event.context.stack
+            depth = len(stack) - 1
+            parent = nearest_open(self.frame.get())
+            run = parent.run if parent is not None else None
+            if run is None and depth > 0:  # a resume reopens children outside their parents' values
+                run = RESUMING.get()
+                parent = nearest_open(run.resumed_parent(depth)) if run is not None else None
+            if run is None:
+                return self._start_run(span, stack)
+            return self._open_agent(span, stack, parent, run, depth)
+        except Exception:
+            logger.exception("flowra_otel: internal error opening an agent's span; the agent is unaffected")
+            return None
+
+    def _start_run(self, span: Any, stack: Any) -> Any:
+        """The root of a run: the run's state first (a resumed run's trace link is read from
+        flowra's session storage, hence a coroutine then), then its agent."""
+        storage = _flowra.runtime_storage(self.runtime)
+        node_id = _flowra.root_node_id(self.runtime)
+        store = EphemeralLinkStore(storage, node_id) if storage is not None and node_id is not None else None
+        content = not emit_patch.IN_HOOKS.get()
+        if store is None:
+            run = RunScope(RunState(), content=content)
+            return self._open_root(span, stack, run)
+        return self._open_durable_root(span, stack, store, content)
+
+    async def _open_durable_root(self, span: Any, stack: Any, store: EphemeralLinkStore, content: bool) -> Any:
+        try:
+            resumed = await store.load() if span.is_resume else None
+        except Exception:
+            logger.exception("flowra_otel: could not read the trace link of a resumed run")
+            resumed = None
+        run = RunScope(RunState(link_store=store, resumed=resumed), content=content)
+        on_exit = self._open_root(span, stack, run)
+        await self.persist_run(run)
+        return on_exit
+
+    def _open_root(self, span: Any, stack: Any, run: RunScope) -> Any:
+        RESUMING.set(run if span.is_resume else None)
+        return self._open_agent(span, stack, None, run, 0)
+
+    def _open_agent(self, span: Any, stack: Any, parent: Frame | None, run: RunScope, depth: int) -> Any:
+        info = span.agent_info
+        source = info.source_type
+        if source in PLUMBING_AGENTS or source is ChatAgent:
+            if parent is None:  # a run whose root flowra handles itself: the run still needs a frame
+                parent = Frame(None, run)
+                self.frame.set(parent)
+            if span.is_resume:
+                run.resumed_at(depth, parent)
+            return None
+        agent = self._agent_invocation(span, stack, parent, run)
+        frame = Frame(agent.context, run, AgentScope(agent, run), parent=parent)
+        self.frame.set(frame)
+        if span.is_resume:
+            run.resumed_at(depth, frame)
+        return _AgentExit(self, frame, span)
+
+    def _agent_invocation(self, span: Any, stack: Any, parent: Frame | None, run: RunScope) -> AgentInvocation:
+        info = span.agent_info
+        telemetry = self.telemetry
+        path = utf8_safe(safe_str(info.path))
+        # A ChatAgent's TurnAgent child speaks for the chat: it takes the chat's name.
+        named = stack[-2].agent.path if len(stack) > 1 and stack[-2].agent.source_type is ChatAgent else info.path
+        name = utf8_safe(telemetry.options.resolve_agent_name(safe_str(named)))
+        attrs: attributes.Attributes = {
+            semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT,
+            semconv.GEN_AI_AGENT_NAME: name,
+            semconv.FLOWRA_AGENT_PATH: path,
+            **run.state.stamp(telemetry),
+        }
+        via_tool = parent.tool if parent is not None else None
+        if via_tool is not None and via_tool.description:  # an agent used as a tool: its description
+            attrs[semconv.GEN_AI_AGENT_DESCRIPTION] = via_tool.description
+        first = run.state.root_span is None  # the run's topmost agent: the trace's root span
+        links = run.state.root_links(attrs) if first else []
+        if span.is_resume and not first:
+            attrs[semconv.FLOWRA_AGENT_RESUMED] = True
+        context = parent.context if parent is not None else None
+        agent = AgentInvocation(
+            telemetry,
+            context if context is not None else otel_context.get_current(),
+            span,
+            name=name,
+            attrs=attrs,
+            links=links,
+            start_ns=time.time_ns(),
+            content=telemetry.options.content_renderer(MESSAGES) if run.content else None,
+            metric_extra=run.state.metric_extra,
+        )
+        if first:
+            run.state.root_started(agent.span)
+        return agent
+
+    def agent_ended(self, frame: Frame, span: Any, error: BaseException | None) -> None:
+        frame.closed = True
+        scope = frame.agent
+        if scope is None:
+            return
+        agent = scope.invocation
+        result = span.result
+        messages = getattr(result, "messages", None) if error is None else None
+        scope.settle(messages)
+        if error is None:
+            agent.end_chat(withhold_output=scope.withhold_output)
+            agent.stop(result if _is_turn_result(result) else None)
+            return
+        reason, failure = _end_reason(error)
+        agent.end_chat(failure, reason=reason)
+        agent.fail(failure, reason=reason)
+
+    # ------------------------------------------------------------------ LLM calls
+    def on_llm_span(self, event: Any) -> ExitHandler | None:
+        """One attempt at an LLM call: its ``chat`` span, current while the provider is called."""
+        try:
+            span = event.data
+            frame = nearest_open(self.frame.get())
+            scope = frame.agent if frame is not None else None
+            start_ns = time.time_ns()
+            request = span.request
+            if scope is not None:
+                agent = scope.invocation
+                scope.settle(getattr(request, "messages", None))  # the results this call gives the model
+                agent.end_chat(withhold_output=scope.withhold_output)  # the previous call's hooks all ran
+                scope.withhold_output = False
+                run = scope.run
+                chat = ChatInvocation(
+                    self.telemetry,
+                    agent.context,
+                    request,
+                    stamp=run.state.stamp(self.telemetry),
+                    streaming=_flowra.may_stream(self.runtime.hooks),
+                    start_ns=start_ns,
+                    content=agent.content,
+                    agent_name=agent.name,
+                    metric_extra=run.state.metric_extra,
+                    shapes=agent.chat_shapes,
+                )
+                agent.chat_started(chat, request)
+                if agent.content is not None:
+                    chat.record_request(request)
+                    agent.record_system(request)
+            else:  # a call outside a traced agent (a tool that calls a model): a span of its own
+                parent = frame.context if frame is not None and frame.context is not None else None
+                stamp = (
+                    frame.run.state.stamp(self.telemetry)
+                    if frame is not None
+                    else dict(self.telemetry.options.attributes)
+                )
+                chat = ChatInvocation(
+                    self.telemetry,
+                    parent if parent is not None else otel_context.get_current(),
+                    request,
+                    stamp=stamp,
+                    streaming=_flowra.may_stream(self.runtime.hooks),
+                    start_ns=start_ns,
+                    content=None,
+                )
+            token = attach(context_with(chat.span))
+            chat_token = emit_patch.CURRENT_CHAT.set(chat)
+            return _LLMExit(scope, chat, span, token, chat_token)
+        except Exception:
+            logger.exception("flowra_otel: internal error opening an LLM call's span; the agent is unaffected")
+            return None
+
+    # ------------------------------------------------------------------ tool calls
+    def on_tool_span(self, event: Any) -> ExitHandler | None:
+        """A tool call starts (its tool-call agent opened): its ``execute_tool`` span."""
+        try:
+            span = event.data
+            frame = nearest_open(self.frame.get())
+            depth = len(event.context.stack) - 1
+            if frame is None:  # reopened by a resume, outside its parent's flowing value
+                run = RESUMING.get()
+                frame = nearest_open(run.resumed_parent(depth)) if run is not None else None
+            scope = frame.agent if frame is not None else None
+            if frame is None or scope is None:
+                return None
+            agent = scope.invocation
+            agent.end_chat(withhold_output=scope.withhold_output)  # every BeforeToolCallEvent ran
+            tool_use = span.tool_use
+            call_id = safe_str(getattr(tool_use, "id", ""))
+            original, change = scope.announced.pop(call_id, (tool_use, None))
+            tool = self._tool(scope, original, tool_use, time.time_ns())
+            if change is not None or tool.content is not None:
+                tool.called(change)
+            scope.running[call_id] = tool
+            child = Frame(context_with(tool.span, agent.context), scope.run, tool=tool, parent=frame)
+            self.frame.set(child)
+            if frame.run.resume_frames:
+                frame.run.resumed_at(depth, child)
+            return _ToolExit(scope, child, span, call_id)
+        except Exception:
+            logger.exception("flowra_otel: internal error opening a tool call's span; the agent is unaffected")
+            return None
+
+    def _tool(
+        self, scope: AgentScope, original: Any, tool_use: Any, start_ns: int, extra: attributes.Attributes | None = None
+    ) -> ToolInvocation:
+        agent = scope.invocation
+        tool = ToolInvocation(
+            self.telemetry,
+            agent.context,
+            original,
+            tool_use,
+            agent_name=agent.name,
+            stamp=scope.run.state.stamp(self.telemetry),
+            start_ns=start_ns,
+            content=agent.content,
+            offered=agent.tool_descriptions,
+            metric_extra=scope.run.state.metric_extra,
+            shapes=agent.tool_shapes,
+            extra=extra,
+        )
+        agent.tool_announced(tool)
+        return tool
+
+    # ------------------------------------------------------------------ events, after every hook
+    def event_done(self, event: Any, tracker: FieldTracker | None, start_ns: int, exc: BaseException | None) -> bool:
+        """Every handler of a content event ran (or one raised ``exc``). Returns whether the run's
+        trace link should be saved again. Never raises."""
+        try:
+            data = event.data
+            frame = nearest_open(self.frame.get())
+            scope = frame.agent if frame is not None else None
+            if frame is None:
+                return False
+            cls = type(data)
+            if scope is not None:
+                if cls is events.AfterToolCallEvent:
+                    self._tool_answered(scope, data, tracker, exc)
+                elif cls is events.BeforeToolCallEvent:
+                    self._tool_announced(scope, data, tracker, exc)
+                elif cls is events.BeforeToolCallsEvent:
+                    self._calls_announced(scope, data, exc)
+                elif cls is events.StartTurnEvent and exc is None:
+                    scope.invocation.record_input(data.messages)
+            if cls is events.MessageAcceptedEvent or cls is events.StartTurnEvent:
+                state = frame.run.state
+                state.accept_metadata(self.telemetry, data.metadata or {}, _open_spans(frame))
+                return state.persist_pending
+        except Exception:
+            logger.exception("flowra_otel: internal error after an event's hooks; the agent is unaffected")
+        return False
+
+    async def persist(self) -> None:
+        frame = nearest_open(self.frame.get())
+        if frame is not None:
+            await self.persist_run(frame.run)
+
+    @staticmethod
+    async def persist_run(run: RunScope) -> None:
+        if run.state.persist_pending:
+            await run.state.persist()
+
+    def _calls_announced(self, scope: AgentScope, data: Any, exc: BaseException | None) -> None:
+        """One model message's calls: note which a hook answered, and give a cut-off call its span."""
+        now = time.time_ns()
+        scope.calls_ns = now
+        if exc is not None:
+            return
+        scope.prefilled = {safe_str(k) for k in (data.results or {})}
+        chat = scope.invocation.chat
+        response = chat.response if chat is not None else None
+        tool_uses = list(data.tool_uses or ())
+        if response is None or not tool_uses or response.stop_reason not in CUT_OFF_STOP_REASONS:
+            return
+        try:
+            blocks = response.message.blocks or ()
+        except ValueError:  # a response without an assistant message
+            return
+        cut_off = tool_uses[-1]
+        if not blocks or blocks[-1] is not cut_off:
+            return
+        call_id = safe_str(cut_off.id)
+        tool = self._tool(scope, cut_off, cut_off, now, {semconv.FLOWRA_TOOL_CUT_OFF: True})
+        scope.awaiting.append(PendingResult(call_id, tool, None, None, now))
+
+    def _tool_announced(
+        self, scope: AgentScope, data: Any, tracker: FieldTracker | None, exc: BaseException | None
+    ) -> None:
+        """``BeforeToolCallEvent``: the call that runs, and what its hooks changed."""
+        if exc is not None:
+            scope.withhold_output = True  # the step fails: its chat's output is not what ran
+            return
+        original = tracker.initial if tracker is not None else data.tool_use
+        scope.announced[safe_str(data.tool_use.id)] = (original, tracker.change if tracker is not None else None)
+        chat = scope.invocation.chat
+        if chat is not None:  # the response's block -> the tool use that runs
+            chat.tool_uses[id(original)] = data.tool_use
+
+    def _tool_answered(
+        self, scope: AgentScope, data: Any, tracker: FieldTracker | None, exc: BaseException | None
+    ) -> None:
+        """``AfterToolCallEvent``: the result every hook left; recorded once the model is given it."""
+        scope.invocation.end_chat(withhold_output=scope.withhold_output)  # a batch answered by hooks alone
+        call_id = safe_str(data.tool_use.id)
+        tool = scope.running.pop(call_id, None)
+        now = time.time_ns()
+        end_ns = scope.ended_tools.pop(call_id, now)
+        if tool is None:
+            if not data.prefilled and call_id not in scope.prefilled:
+                return
+            tool = self._tool(
+                scope, data.tool_use, data.tool_use, scope.calls_ns or now, {semconv.FLOWRA_TOOL_PREFILLED: True}
+            )
+        if exc is not None:
+            tool.fail(exc)
+            return
+        kind = getattr(data, "error_kind", None)
+        change = tracker.change if tracker is not None else None
+        error_kind = safe_str(getattr(kind, "value", kind)) if kind is not None else None
+        scope.awaiting.append(PendingResult(call_id, tool, data.result, change, end_ns, error_kind))
+
+
+class _AgentExit:
+    """The exit callback of one agent's span (an object, not a closure: fewer cells to build)."""
+
+    __slots__ = ("frame", "span", "tracing")
+
+    def __init__(self, tracing: RuntimeTracing, frame: Frame, span: Any) -> None:
+        self.tracing = tracing
+        self.frame = frame
+        self.span = span
+
+    def __call__(self, error: BaseException | None = None) -> None:
+        try:
+            self.tracing.agent_ended(self.frame, self.span, error)
+        except Exception:
+            logger.exception("flowra_otel: internal error ending an agent's span; the agent is unaffected")
+
+
+class _LLMExit:
+    __slots__ = ("chat", "chat_token", "scope", "span", "token")
+
+    def __init__(self, scope: AgentScope | None, chat: ChatInvocation, span: Any, token: Any, chat_token: Any) -> None:
+        self.scope = scope
+        self.chat = chat
+        self.span = span
+        self.token = token
+        self.chat_token = chat_token
+
+    def __call__(self, error: BaseException | None = None) -> None:
+        now = time.time_ns()
+        try:
+            detach(self.token)  # the same task that attached it: the LLM call's step
+            emit_patch.CURRENT_CHAT.reset(self.chat_token)
+        except Exception:
+            logger.exception("flowra_otel: could not restore the context after an LLM call")
+        try:
+            chat = self.chat
+            response = self.span.response
+            if error is None and response is not None:
+                chat.respond(response, now)
+                if self.scope is None:
+                    chat.stop()
+                return
+            reason, failure = _end_reason(error) if error is not None else (semconv.END_ERROR, None)
+            if self.scope is not None and self.scope.invocation.chat is chat:
+                self.scope.invocation.end_chat(failure, reason=reason, end_ns=now)
+            else:
+                chat.fail(failure, reason=reason, end_ns=now)
+        except Exception:
+            logger.exception("flowra_otel: internal error ending an LLM call's span; the agent is unaffected")
+
+
+class _ToolExit:
+    __slots__ = ("call_id", "frame", "scope", "span")
+
+    def __init__(self, scope: AgentScope, frame: Frame, span: Any, call_id: str) -> None:
+        self.scope = scope
+        self.frame = frame
+        self.span = span
+        self.call_id = call_id
+
+    def __call__(self, error: BaseException | None = None) -> None:
+        try:
+            self.frame.closed = True
+            tool = self.frame.tool
+            if tool is None:
+                return
+            if error is not None:  # the tool raised: the call failed (the run fails with it)
+                self.scope.running.pop(self.call_id, None)
+                reason, failure = _end_reason(error)
+                tool.fail(failure, reason=reason)
+                return
+            self.scope.ended_tools[self.call_id] = time.time_ns()  # the result is recorded later
+        except Exception:
+            logger.exception("flowra_otel: internal error ending a tool call's span; the agent is unaffected")
+
+
+def _end_reason(error: BaseException) -> tuple[str, BaseException | None]:
+    """How a span ends when flowra closes it with ``error``: an interrupt is a requested stop,
+    not a failure; a cancelled run (a timeout) says so."""
+    if isinstance(error, FlowraInterruptedError):
+        return semconv.END_INTERRUPTED, None
+    if isinstance(error, asyncio.CancelledError):
+        return semconv.END_CANCELLED, error
+    if isinstance(error, TimeoutError):
+        return semconv.END_TIMED_OUT, error
+    return semconv.END_ERROR, error
+
+
+def _is_turn_result(result: Any) -> bool:
+    return type(result).__name__ == "TurnResult" and hasattr(result, "status")
+
+
+def _open_spans(frame: Frame) -> list[Span]:
+    """The spans of this run still open above ``frame`` (a conversation id learnt late goes on them)."""
+    spans: list[Span] = []
+    current: Frame | None = frame
+    while current is not None:
+        if not current.closed:
+            if current.agent is not None:
+                agent = current.agent.invocation
+                spans.append(agent.span)
+                if agent.chat is not None and not agent.chat.ended:
+                    spans.append(agent.chat.span)
+            if current.tool is not None and not current.tool.ended:
+                spans.append(current.tool.span)
+        current = current.parent
+    return spans
+
+
+__all__ = ["RuntimeTracing"]
