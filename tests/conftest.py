@@ -1,5 +1,6 @@
 """Shared fixtures and span assertions: the real OpenTelemetry SDK with in-memory exporter and
-metric reader, a span ledger that sees every span start and end, and the registry helper.
+metric reader, and a span ledger that sees every span start and end (each flowra line's own
+helpers are in its folder's conftest: ``hook_registry/``, ``runtime_hooks/``).
 
 Function-scoped, so every test sees only its own spans and data points. The autouse
 ``no_internal_errors`` fixture turns any error the plugin logs (and swallows, by design, in
@@ -16,8 +17,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from flowra.agent import Event, HookRegistry
-from flowra.lib.tool_loop import TextDeltaEvent
 from opentelemetry.context import Context
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -27,8 +26,12 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from flowra_otel import OtelHooks
-from flowra_otel.adapters.hook_registry import patches as otel_patches
+from flowra_otel.adapters import flowra_version, line_of
 from tests.semconv_conformance import check_metrics, check_spans
+
+# The installed flowra decides which adapter's tests run: each line's tests import its API.
+_LINE = line_of(flowra_version() or "")
+collect_ignore = [name for name in ("hook_registry", "runtime_hooks") if name != _LINE]
 
 
 @pytest.fixture
@@ -113,38 +116,6 @@ def ledger(tracer_provider: TracerProvider, caplog: pytest.LogCaptureFixture) ->
     # The SDK ignores a second end() or a late attribute (on_end cannot see them) and warns instead.
     twice = [r for r in caplog.records if r.name.startswith("opentelemetry") and "ended span" in r.getMessage()]
     assert twice == []
-
-
-def assert_all_ended(ledger: SpanLedger, exporter: InMemorySpanExporter) -> None:
-    """Every started span ended exactly once, was exported, and no run's book is still current."""
-    assert ledger.started, "no span was started at all"
-    assert ledger.open_spans() == []
-    exported = {s.context.span_id for s in exporter.get_finished_spans() if s.context is not None}
-    assert exported == set(ledger.started)
-    assert otel_patches.current_book() is None
-
-
-def hooks_with(otel: OtelHooks, *providers: object) -> HookRegistry:
-    """A registry carrying ``otel`` (and any further hook providers, in order)."""
-    registry = HookRegistry()
-    registry.add(otel)
-    for provider in providers:
-        registry.add(provider)  # type: ignore[arg-type]
-    return registry
-
-
-class DeltaCollector:
-    """A user's streaming hook: registering it makes flowra call ``provider.stream`` (time to
-    first chunk, time per output chunk); it keeps the text deltas it saw."""
-
-    def __init__(self) -> None:
-        self.chunks: list[str] = []
-
-    def register_hooks(self, registry: HookRegistry) -> None:
-        registry.on(TextDeltaEvent, self.on_delta)
-
-    def on_delta(self, event: Event[TextDeltaEvent]) -> None:
-        self.chunks.append(event.data.text)
 
 
 def wrapped_result(text: str) -> str:

@@ -1,0 +1,334 @@
+"""End to end against a real GenAI trace backend: Arize Phoenix, over OTLP/HTTP and OTLP/gRPC.
+
+A multi-agent app (``tests/phoenix_app.py``: three parallel tools, one of them a sub-agent, a
+redaction hook replacing an API key in a tool result, content capture on) exports through
+``configure_telemetry()`` from its own process; the spans are then read back through Phoenix's
+REST and GraphQL APIs and checked as Phoenix interprets them: the tree, span kinds, model, tokens,
+LLM messages, every parallel tool result, the run's input and output, the session -- and that the
+secret is nowhere in anything Phoenix gives out. ``python -m flowra_otel audit --phoenix`` is
+tested against the same server.
+
+Needs ``FLOWRA_OTEL_PHOENIX`` (the ``phoenix`` executable): ``./dev test`` builds the venv
+(``requirements/phoenix.lock``) and sets it; plain ``./dev pytest`` skips these tests.
+
+``OPEN_CORE_GAPS``: what the span core does not give Phoenix yet; each test tied to a gap is a
+strict xfail, so it turns into a failure (and the gap must leave the set) once the core is fixed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import pytest
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+from flowra_otel.__main__ import main
+from tests.hook_registry import phoenix_app as app
+from tests.hook_registry.flowra_support import HAS_AGENT_TOOLS
+from tests.phoenix_server import PHOENIX_ENV, PhoenixServer, phoenix_executable, running_phoenix
+from tests.hook_registry.test_otlp_export_end_to_end import REDACTED, SECRET_KEY
+
+Protocol = Literal["http/protobuf", "grpc"]
+PROTOCOLS: Final[tuple[Protocol, ...]] = ("http/protobuf", "grpc")
+SPAN_COUNT: Final = 10
+MODEL: Final = "sonnet-4-5"
+APP_TIMEOUT_S: Final = 120
+
+OPEN_CORE_GAPS: Final[frozenset[str]] = frozenset()
+"""Remove a name once the span core closes it (the tests below then pass instead of xfail):
+
+* ``agent-run-io``: ``invoke_agent`` spans carry no ``input.value``/``output.value`` (with
+  ``input.mime_type``/``output.mime_type``), so Phoenix's trace input/output columns and its
+  session first input / last output are empty.
+* ``one-tool-message-per-result``: the results of parallel tool calls share one ``tool`` message
+  with several ``tool_call_response`` parts; Phoenix keeps only the last part of a message.
+"""
+
+
+def gap(name: str) -> pytest.MarkDecorator:
+    assert name in {"agent-run-io", "one-tool-message-per-result"}
+    return pytest.mark.xfail(name in OPEN_CORE_GAPS, reason=f"open core gap: {name}", strict=True)
+
+
+pytestmark = [
+    pytest.mark.skipif(phoenix_executable() is None, reason=f"{PHOENIX_ENV} is not set: ./dev test provides Phoenix"),
+    pytest.mark.skipif(not HAS_AGENT_TOOLS, reason="the app uses an agent as a tool: flowra >= 0.0.6"),
+]
+
+
+# ------------------------------------------------------------------------------------ fixtures
+@pytest.fixture(scope="module")
+def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PhoenixServer]:
+    executable = phoenix_executable()
+    assert executable is not None
+    if not os.access(executable, os.X_OK):
+        pytest.fail(f"{PHOENIX_ENV}={executable} is not an executable")
+    with running_phoenix(executable, tmp_path_factory.mktemp("phoenix")) as server:
+        yield server
+
+
+@dataclass(frozen=True)
+class PhoenixRun:
+    protocol: Protocol
+    project: str
+    spans: list[dict[str, Any]]
+    """As ``GET /v1/projects/{project}/spans`` returns them."""
+
+    def named(self, name: str) -> list[dict[str, Any]]:
+        return sorted((s for s in self.spans if s["name"] == name), key=lambda s: s["start_time"])
+
+    def one(self, name: str) -> dict[str, Any]:
+        (span,) = self.named(name)
+        return span
+
+    def by_id(self, span_id: str) -> dict[str, Any]:
+        (span,) = [s for s in self.spans if s["context"]["span_id"] == span_id]
+        return span
+
+
+_RUNS: dict[Protocol, PhoenixRun] = {}
+
+
+def conversation_id(project: str) -> str:
+    return f"conv-{project}"
+
+
+def run_app(phoenix: PhoenixServer, protocol: Protocol, project: str) -> None:
+    """The app in its own process, exporting to ``phoenix`` with ``configure_telemetry()``."""
+    endpoint = phoenix.grpc_endpoint if protocol == "grpc" else f"{phoenix.url}/v1/traces"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")} | {
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint,  # Phoenix takes no metrics: traces only
+        "OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
+        "OTEL_SERVICE_NAME": "flowra-phoenix-e2e",
+        "OTEL_RESOURCE_ATTRIBUTES": f"openinference.project.name={project}",
+    }
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.hook_registry.phoenix_app", conversation_id(project)],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=APP_TIMEOUT_S,
+        check=False,
+    )
+    assert proc.returncode == 0, f"app failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["answer"] == app.FINAL_ANSWER
+    assert "Traceback" not in proc.stderr and "ERROR" not in proc.stderr, proc.stderr
+
+
+@pytest.fixture(params=PROTOCOLS, ids=["http", "grpc"])
+def run(request: pytest.FixtureRequest, phoenix: PhoenixServer) -> PhoenixRun:
+    """The app's trace as Phoenix holds it, once per protocol (a project of its own each)."""
+    protocol: Protocol = request.param
+    if protocol not in _RUNS:
+        project = f"flowra-e2e-{'grpc' if protocol == 'grpc' else 'http'}"
+        run_app(phoenix, protocol, project)
+        _RUNS[protocol] = PhoenixRun(protocol, project, phoenix.wait_for_spans(project, SPAN_COUNT))
+    return _RUNS[protocol]
+
+
+# ------------------------------------------------------------------------------------ helpers
+def messages(span: dict[str, Any], direction: Literal["input", "output"]) -> list[dict[str, Any]]:
+    """``llm.{input,output}_messages.N.message.*`` (flat keys, as Phoenix returns them) as a list."""
+    prefix = f"llm.{direction}_messages."
+    found: dict[int, dict[str, Any]] = {}
+    for key, value in span["attributes"].items():
+        if key.startswith(prefix):
+            index, _, rest = key.removeprefix(prefix).partition(".")
+            found.setdefault(int(index), {})[rest.removeprefix("message.")] = value
+    return [found[i] for i in sorted(found)]
+
+
+def tool_calls(message: dict[str, Any]) -> list[tuple[str, str, Any]]:
+    calls: dict[int, dict[str, Any]] = {}
+    for key, value in message.items():
+        if key.startswith("tool_calls."):
+            index, _, rest = key.removeprefix("tool_calls.").partition(".")
+            calls.setdefault(int(index), {})[rest.removeprefix("tool_call.")] = value
+    return [
+        (c["id"], c["function.name"], json.loads(c["function.arguments"])) for c in (calls[i] for i in sorted(calls))
+    ]
+
+
+# ------------------------------------------------------------------------------------ the trace
+def test_tree_and_span_kinds(run: PhoenixRun) -> None:
+    root = run.one("invoke_agent assistant")
+    assert root["parent_id"] is None
+    assert {s["context"]["trace_id"] for s in run.spans} == {root["context"]["trace_id"]}
+    assert len(run.spans) == SPAN_COUNT
+
+    def children(span: dict[str, Any]) -> list[str]:
+        sid = span["context"]["span_id"]
+        return sorted(s["name"] for s in run.spans if s["parent_id"] == sid)
+
+    assert children(root) == [
+        f"chat {MODEL}",
+        f"chat {MODEL}",
+        "execute_tool get_weather",
+        "execute_tool lookup_account",
+        "execute_tool research",
+    ]
+    research_tool = run.one("execute_tool research")
+    assert children(research_tool) == ["invoke_agent research"]
+    assert children(run.one("invoke_agent research")) == [f"chat {MODEL}", f"chat {MODEL}", "execute_tool get_weather"]
+
+    kinds: dict[str, set[str]] = {s["name"].split()[0]: set() for s in run.spans}
+    for span in run.spans:
+        kinds[span["name"].split()[0]].add(span["span_kind"])
+    assert kinds == {"invoke_agent": {"AGENT"}, "chat": {"LLM"}, "execute_tool": {"TOOL"}}
+
+
+def test_model_and_token_counts(run: PhoenixRun) -> None:
+    parent_chats = [
+        s
+        for s in run.named(f"chat {MODEL}")
+        if s["parent_id"] == run.one("invoke_agent assistant")["context"]["span_id"]
+    ]
+    child_chats = [s for s in run.named(f"chat {MODEL}") if s not in parent_chats]
+    for chats, expected in ((parent_chats, app.PARENT_USAGE), (child_chats, app.CHILD_USAGE)):
+        got = [
+            (
+                s["attributes"]["llm.model_name"],
+                s["attributes"]["llm.token_count.prompt"],
+                s["attributes"]["llm.token_count.completion"],
+                s["attributes"]["llm.token_count.total"],
+            )
+            for s in chats
+        ]
+        assert got == [(MODEL, i, o, i + o) for i, o in expected]
+    assert {s["attributes"]["llm.provider"] for s in parent_chats + child_chats} == {"anthropic"}
+    # The agents' run totals (gen_ai.usage.* on invoke_agent) are not counted a second time:
+    # with openinference=True an agent's own OpenInference token count is zero.
+    for agent in run.named("invoke_agent assistant") + run.named("invoke_agent research"):
+        assert agent["attributes"]["llm.token_count.total"] == 0
+
+
+def test_llm_messages_and_parallel_tool_calls(run: PhoenixRun) -> None:
+    first = min(run.named(f"chat {MODEL}"), key=lambda s: s["start_time"])
+    (user,) = messages(first, "input")
+    assert (user["role"], user["content"]) == ("user", app.QUESTION)
+    (answer,) = messages(first, "output")
+    assert answer["role"] == "assistant"
+    assert tool_calls(answer) == [(cid, name, args) for cid, name, args in app.PARALLEL_CALLS]
+
+    last = max(run.named(f"chat {MODEL}"), key=lambda s: s["start_time"])
+    (final,) = messages(last, "output")
+    assert (final["role"], final["content"]) == ("assistant", app.FINAL_ANSWER)
+    # Each tool span shows its own (redacted) result.
+    assert json.loads(run.one("execute_tool lookup_account")["attributes"]["output.value"]) == {
+        "content": f"account of alice: plan=pro, api key {REDACTED}"
+    }
+    assert json.loads(run.one("execute_tool research")["attributes"]["output.value"]) == {"answer": app.RESEARCH_ANSWER}
+
+
+@gap("one-tool-message-per-result")
+def test_every_parallel_tool_result_reaches_the_llm_messages(run: PhoenixRun) -> None:
+    last = max(run.named(f"chat {MODEL}"), key=lambda s: s["start_time"])
+    tool_messages = {m.get("tool_call_id"): m.get("content") for m in messages(last, "input") if m["role"] == "tool"}
+    assert set(tool_messages) == {cid for cid, _, _ in app.PARALLEL_CALLS}
+    assert tool_messages["call_account"] == f"account of alice: plan=pro, api key {REDACTED}"
+    assert tool_messages["call_weather"] == "Sunny, 21 C in Paris"
+    assert json.loads(str(tool_messages["call_research"])) == {"answer": app.RESEARCH_ANSWER}
+
+
+@gap("agent-run-io")
+def test_the_root_agent_span_carries_the_run_input_and_output(run: PhoenixRun) -> None:
+    attributes = run.one("invoke_agent assistant")["attributes"]
+    assert app.QUESTION in str(attributes.get("input.value"))
+    assert app.FINAL_ANSWER in str(attributes.get("output.value"))
+    child = run.one("invoke_agent research")["attributes"]
+    assert app.RESEARCH_QUERY in str(child.get("input.value"))
+    assert app.RESEARCH_ANSWER in str(child.get("output.value"))
+
+
+SESSIONS_QUERY: Final = """
+{
+  projects { edges { node { name
+    sessions(first: 10) { edges { node { sessionId numTraces
+      firstInput { value } lastOutput { value } } } } } } }
+}
+"""
+
+
+def sessions(phoenix: PhoenixServer, project: str) -> list[dict[str, Any]]:
+    data = phoenix.graphql(SESSIONS_QUERY)
+    (project_node,) = [e["node"] for e in data["projects"]["edges"] if e["node"]["name"] == project]
+    return [e["node"] for e in project_node["sessions"]["edges"]]
+
+
+def test_the_conversation_id_is_the_phoenix_session(run: PhoenixRun, phoenix: PhoenixServer) -> None:
+    assert {s["attributes"].get("session.id") for s in run.spans} == {conversation_id(run.project)}
+    (session,) = sessions(phoenix, run.project)
+    assert (session["sessionId"], session["numTraces"]) == (conversation_id(run.project), 1)
+
+
+@gap("agent-run-io")
+def test_the_session_shows_first_input_and_last_output(run: PhoenixRun, phoenix: PhoenixServer) -> None:
+    (session,) = sessions(phoenix, run.project)
+    assert app.QUESTION in str((session["firstInput"] or {}).get("value"))
+    assert app.FINAL_ANSWER in str((session["lastOutput"] or {}).get("value"))
+
+
+def test_the_secret_is_nowhere_phoenix_gives_out(run: PhoenixRun, phoenix: PhoenixServer) -> None:
+    rest = json.dumps(run.spans, ensure_ascii=False)
+    otlp = json.dumps(phoenix.get_json(f"/v1/projects/{run.project}/spans/otlpv1", limit=1000), ensure_ascii=False)
+    graphql = json.dumps(sessions(phoenix, run.project), ensure_ascii=False)
+    for name, text in (("REST spans", rest), ("REST otlpv1 spans", otlp), ("GraphQL sessions", graphql)):
+        assert SECRET_KEY not in text, name
+        assert SECRET_KEY.encode().hex() not in text, name
+    assert REDACTED in rest and REDACTED in otlp  # the paired positive: the redacted result is there
+    ledger = run.one("execute_tool lookup_account")["attributes"]
+    assert ledger["flowra.redaction.applied"] is True
+    assert ledger["flowra.redaction.fields"] == ["result"]
+
+
+# ------------------------------------------------------------------------------------ audit
+def test_audit_of_the_live_phoenix_is_clean(
+    run: PhoenixRun, phoenix: PhoenixServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["audit", "--phoenix", phoenix.url, "--project", run.project, "--secret", SECRET_KEY, "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0, report["leaks"]
+    assert (report["format"], report["spans"], report["traces"]) == ("phoenix-json", SPAN_COUNT, 1)
+    ledgers = {c["call_id"]: c["ledger"] for c in report["tool_calls"]}
+    assert set(ledgers) == {"call_research", "call_account", "call_weather", "call_rome"}
+    assert ledgers["call_account"]["flowra.redaction.applied"] is True
+
+
+def test_audit_of_the_live_phoenix_finds_a_planted_secret(
+    phoenix: PhoenixServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A span carrying the secret (escaped inside JSON, as content is) sent to a project of its own."""
+    project = "flowra-e2e-leak"
+    provider = TracerProvider(resource=Resource.create({"openinference.project.name": project}))
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"{phoenix.url}/v1/traces")))
+    try:
+        with provider.get_tracer("leak-test").start_as_current_span("execute_tool lookup_account") as span:
+            span.set_attribute("gen_ai.operation.name", "execute_tool")
+            span.set_attribute("gen_ai.tool.call.result", json.dumps({"note": f'key "{SECRET_KEY}"\n'}))
+    finally:
+        provider.shutdown()
+    phoenix.wait_for_spans(project, 1)
+    code = main(["audit", "--phoenix", phoenix.url, "--project", project, "--since", "1h", "--secret", SECRET_KEY])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "LEAK given_secret: span 'execute_tool lookup_account'" in out
+    assert "LEAK api_key" in out
+    assert SECRET_KEY not in out
+
+    code = main(["audit", "--phoenix", phoenix.url, "--project", project, "--since", "2099-01-01T00:00:00Z"])
+    assert code == 2 and "no spans" in capsys.readouterr().err  # nothing to audit is never "clean"
+    code = main(["audit", "--phoenix", phoenix.url, "--project", "no-such-project"])
+    assert code == 2 and "no such project" in capsys.readouterr().err

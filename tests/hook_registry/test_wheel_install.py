@@ -1,0 +1,199 @@
+"""The package as a user gets it: built as a wheel, installed into a fresh virtual environment
+with nothing but its declared dependencies, used by an app in a directory outside the repository.
+
+This catches what the editable dev install hides: a module missing from the wheel, a dependency
+only the dev lock provides, a broken entry point, an extra that does not make the zero-code path
+work, a long description whose links break off GitHub. Dependencies are pinned by the dev lock
+(as constraints), so pip mostly serves them from its cache. One slow test (a venv and two
+installs), kept to a single module-scoped environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import tomllib
+import venv
+from collections.abc import Iterator
+from dataclasses import dataclass
+from email.parser import Parser
+from pathlib import Path
+from zipfile import ZipFile
+
+import pytest
+
+from tests.hook_registry.test_zero_code_instrumentation import APP as PLAIN_APP
+
+ROOT = Path(__file__).resolve().parents[2]
+LOCK = ROOT / "requirements" / "dev.lock"
+PIP_TIMEOUT_S = 600
+REPOSITORY = "https://github.com/flowra-otel/flowra-otel"
+
+
+@dataclass(frozen=True)
+class Installed:
+    wheel: Path
+    python: Path
+    bin: Path
+    app_dir: Path
+
+
+def clean_env() -> dict[str, str]:
+    """No OTEL_* from the developer's shell, and nothing that would put the repository on the path."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    for name in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP"):
+        env.pop(name, None)
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    return env
+
+
+def run(args: list[str | Path], cwd: Path, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [str(a) for a in args],
+        cwd=cwd,
+        env={**clean_env(), **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert proc.returncode == 0, f"{args}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
+    return proc
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
+    base = tmp_path_factory.mktemp("wheel-install")
+    dist = base / "dist"
+    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", dist, ROOT], cwd=base, timeout=PIP_TIMEOUT_S)
+    (wheel,) = dist.glob("flowra_otel-*.whl")
+    env_dir = base / "venv"
+    venv.create(env_dir, with_pip=True, clear=True)
+    python = env_dir / "bin" / "python"
+    run([python, "-m", "pip", "install", "-q", wheel, "-c", LOCK], cwd=base, timeout=PIP_TIMEOUT_S)
+    app_dir = base / "app"
+    app_dir.mkdir()
+    yield Installed(wheel=wheel, python=python, bin=env_dir / "bin", app_dir=app_dir)
+
+
+def test_the_wheel_carries_the_package_its_metadata_and_absolute_links(installed: Installed) -> None:
+    with ZipFile(installed.wheel) as wheel:
+        names = wheel.namelist()
+        (metadata_name,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        metadata = Parser().parsestr(wheel.read(metadata_name).decode())
+        (entry_points_name,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+        entry_points = wheel.read(entry_points_name).decode()
+    assert "flowra_otel/py.typed" in names
+    assert not [n for n in names if n.startswith(("tests/", "benchmarks/", "examples/"))]
+    assert "flowra = flowra_otel.instrumentor:FlowraInstrumentor" in entry_points
+
+    urls = dict(url.split(", ", 1) for url in metadata.get_all("Project-URL") or [])
+    assert urls["Repository"] == REPOSITORY
+    requires = metadata.get_all("Requires-Dist") or []
+    for needed in ("opentelemetry-distro", "opentelemetry-instrumentation"):
+        assert any(r.startswith(needed) and 'extra == "instrument"' in r.replace("'", '"') for r in requires), (
+            needed,
+            requires,
+        )
+
+    # The long description is the README: every link must work on a package index page too.
+    description = metadata.get_payload()
+    assert isinstance(description, str)
+    assert "pip install" in description
+    links = re.findall(r"\]\(([^)]+)\)", description)
+    assert links
+    relative = [link for link in links if not link.startswith(("https://", "http://", "#"))]
+    assert not relative, f"relative links break off GitHub: {relative}"
+    assert [link for link in links if link.startswith(REPOSITORY)]
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert pyproject["project"]["urls"]["Repository"] == REPOSITORY
+
+
+TRACED_APP = """
+    import json
+    import flowra_otel
+    from flowra.agent import HookRegistry
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from flowra_otel import OtelHooks
+    from flowra_otel.export import configure_telemetry
+
+    spans = InMemorySpanExporter()
+    telemetry = configure_telemetry(service_name="wheel-app", span_exporter=spans, console=True)
+    hooks = HookRegistry()
+    hooks.add(OtelHooks())
+
+    PLAIN_APP_WITH_HOOKS
+
+    telemetry.shutdown()
+    print("SPANS " + json.dumps({
+        "installed_at": flowra_otel.__file__,
+        "spans": sorted(
+            [s.name, s.parent is None, s.resource.attributes["service.name"]] for s in spans.get_finished_spans()
+        ),
+    }))
+"""
+
+
+def test_an_app_outside_the_repository_traces_with_runtime_dependencies_only(installed: Installed) -> None:
+    # The plain app, given the hooks through the runtime's services.
+    plain = textwrap.dedent(PLAIN_APP).replace(
+        '"""A plain flowra app: it knows nothing of OpenTelemetry or flowra_otel."""', ""
+    )
+    plain = plain.replace(
+        "from flowra.runtime import AgentRuntime",
+        "from flowra.runtime import AgentRuntime\nfrom flowra.agent import HookRegistry as _HR",
+    )
+    assert "                ToolRegistry: tools,\n" in plain
+    plain = plain.replace(
+        "                ToolRegistry: tools,\n", "                ToolRegistry: tools,\n                _HR: hooks,\n"
+    )
+    code = textwrap.dedent(TRACED_APP).replace("PLAIN_APP_WITH_HOOKS", plain)
+    app = installed.app_dir / "traced_app.py"
+    app.write_text(code, encoding="utf-8")
+
+    proc = run([installed.python, "-W", "error", app], cwd=installed.app_dir)
+
+    assert "answer: It is noon in Oslo." in proc.stdout
+    (line,) = [line for line in proc.stdout.splitlines() if line.startswith("SPANS ")]
+    report = json.loads(line.removeprefix("SPANS "))
+    assert Path(report["installed_at"]).is_relative_to(installed.python.parent.parent), report["installed_at"]
+    assert report["spans"] == [
+        ["chat gpt-4o", False, "wheel-app"],
+        ["chat gpt-4o", False, "wheel-app"],
+        ["execute_tool get_time", False, "wheel-app"],
+        ["invoke_agent assistant", True, "wheel-app"],
+    ]
+    # The tree printer, the default output of configure_telemetry, works from the wheel too.
+    tree = proc.stdout.splitlines()
+    assert any(line.startswith("invoke_agent assistant  ") for line in tree), proc.stdout
+    assert any(line.startswith("├─ execute_tool get_time  ") for line in tree), proc.stdout
+
+
+def test_the_instrument_extra_makes_opentelemetry_instrument_export(installed: Installed) -> None:
+    """``pip install 'flowra-otel[instrument]'`` is all the zero-code path needs."""
+    run(
+        [installed.python, "-m", "pip", "install", "-q", f"{installed.wheel}[instrument]", "-c", LOCK],
+        cwd=installed.app_dir,
+        timeout=PIP_TIMEOUT_S,
+    )
+    app = installed.app_dir / "plain_app.py"
+    app.write_text(textwrap.dedent(PLAIN_APP), encoding="utf-8")
+
+    proc = run(
+        [installed.bin / "opentelemetry-instrument", installed.python, app],
+        cwd=installed.app_dir,
+        OTEL_TRACES_EXPORTER="console",
+        OTEL_METRICS_EXPORTER="none",
+        OTEL_LOGS_EXPORTER="none",
+        OTEL_SERVICE_NAME="zero-code-wheel",
+    )
+
+    assert "answer: It is noon in Oslo." in proc.stdout
+    assert "spans go nowhere" not in proc.stderr
+    # The SDK's console exporter prints one JSON object per span.
+    names = sorted(re.findall(r'"name": "((?:invoke_agent|chat|execute_tool) [^"]+)"', proc.stdout))
+    assert names == ["chat gpt-4o", "chat gpt-4o", "execute_tool get_time", "invoke_agent assistant"], proc.stdout
