@@ -131,6 +131,9 @@ def usage_attributes(usage: TokenUsage) -> Attributes:
 
 def chat_response_attributes(response: Any, usage: TokenUsage | None) -> Attributes:
     attrs: Attributes = {semconv.GEN_AI_RESPONSE_FINISH_REASONS: [finish_reason(response.stop_reason)]}
+    model = getattr(response, "model", None)  # flowra 0.0.82+: the model that served the call
+    if type(model) is str and model:
+        attrs[semconv.GEN_AI_RESPONSE_MODEL] = utf8_safe(model)
     if usage is not None:
         attrs.update(usage_attributes(usage))
     return attrs

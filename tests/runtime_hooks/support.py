@@ -1,0 +1,309 @@
+"""Test support for flowra 0.0.86 - 0.0.93: real agents through a real ``AgentRuntime``.
+
+A scripted ``LLMProvider`` (it answers from a list and records every request; it streams when
+flowra asks it to), real ``@tool`` functions, flowra's own ``ChatAgent`` / ``TurnAgent`` and an
+agent used as a tool (``make_agent_tool``), built the way flowra's own examples build them. The
+hook code of 0.0.86 - 0.0.93 is byte-identical, so nothing here depends on the release; 0.0.92
+added ``BeforeToolCallsEvent`` (``HAS_CALLS_EVENT``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import importlib.metadata
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, ClassVar
+
+from flowra.agent import Agent, AgentDefinitionRef, AgentRuntime, AgentStore, ServiceLocator, Spawn, step
+from flowra.lib import LLMConfig
+from flowra.lib.chat import ChatAgent, ChatConfig, ChatResult, ChatSpec
+from flowra.lib.turn import TurnAgent, TurnConfig, TurnResult, TurnSpec, make_agent_tool
+from flowra.lib.turn import hook_events as turn_events
+from flowra.llm import (
+    AssistantMessage,
+    ContentComplete,
+    LLMProvider,
+    LLMRequest,
+    LLMResponse,
+    StopReason,
+    StreamEvent,
+    SystemMessage,
+    TextBlock,
+    TextDelta,
+    ToolUseBlock,
+    Usage,
+    UserMessage,
+)
+from flowra.tools import ToolRegistry, tool
+
+FLOWRA_VERSION = importlib.metadata.version("flowra")
+HAS_CALLS_EVENT = hasattr(turn_events, "BeforeToolCallsEvent")
+"""0.0.92+: a hook can answer tool calls itself (``BeforeToolCallsEvent.results``)."""
+
+MODEL = "anthropic/sonnet-4-5"
+SYSTEM_PROMPT = "You are a helpful assistant."
+RESEARCHER_PROMPT = "You research one question."
+
+SSN = "123-45-6789"
+CARD = "4111 1111 1111 1111"
+REDACTED = "[REDACTED]"
+
+type Script = LLMResponse | BaseException | Callable[[LLMRequest], LLMResponse]
+
+
+class ScriptExhaustedError(AssertionError):
+    """The agent asked for more responses than the test scripted."""
+
+
+class ScriptedProvider(LLMProvider):
+    """Answers from ``script`` in order (a response, an exception to raise, or a function of the
+    request) and records every request; streams (text deltas, then the response) when asked."""
+
+    def __init__(self, *script: Script, delay: float = 0.0) -> None:
+        self.script: list[Script] = list(script)
+        self.requests: list[LLMRequest] = []
+        self.delay = delay
+
+    def _next(self, request: LLMRequest) -> LLMResponse:
+        self.requests.append(request)
+        if not self.script:
+            raise ScriptExhaustedError(f"no scripted response left for request {len(self.requests)}")
+        item = self.script.pop(0)
+        if isinstance(item, BaseException):
+            raise item
+        return item(request) if callable(item) else item
+
+    async def call(self, request: LLMRequest) -> LLMResponse:
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        return self._next(request)
+
+    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
+        response = self._next(request)
+        for message in response.messages:
+            for block in message.blocks:
+                if isinstance(block, TextBlock):
+                    for i in range(0, len(block.text), 4):
+                        await asyncio.sleep(0)
+                        yield TextDelta(text=block.text[i : i + 4])
+        yield ContentComplete(response=response)
+
+
+def usage(input_tokens: int = 10, output_tokens: int = 5, **extra: Any) -> Usage:
+    return Usage(input_tokens=input_tokens, output_tokens=output_tokens, **extra)
+
+
+def text_response(
+    text: str = "done", *, tokens: tuple[int, int] = (10, 5), stop_reason: StopReason = StopReason.END_TURN, **kw: Any
+) -> LLMResponse:
+    return LLMResponse(
+        messages=[AssistantMessage(blocks=[TextBlock(text=text)])],
+        stop_reason=stop_reason,
+        usage=usage(*tokens),
+        **kw,
+    )
+
+
+def tool_calls_response(
+    *calls: tuple[str, str, dict[str, Any]],
+    tokens: tuple[int, int] = (10, 5),
+    stop_reason: StopReason = StopReason.TOOL_USE,
+    text: str | None = None,
+) -> LLMResponse:
+    blocks: list[Any] = [TextBlock(text=text)] if text else []
+    blocks += [ToolUseBlock(id=call_id, name=name, input=arguments) for call_id, name, arguments in calls]
+    return LLMResponse(messages=[AssistantMessage(blocks=blocks)], stop_reason=stop_reason, usage=usage(*tokens))
+
+
+# ----------------------------------------------------------------------------------------- tools
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class CityParams:
+    city: str
+
+
+@tool("get_weather")
+async def get_weather(params: CityParams) -> str:
+    """Current weather for a city."""
+    return f"Sunny in {params.city}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class CustomerParams:
+    name: str
+
+
+@tool("lookup_customer")
+async def lookup_customer(params: CustomerParams) -> str:
+    """A customer's record (it holds secrets)."""
+    return f"{params.name}: SSN {SSN}, card {CARD}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class SleepParams:
+    seconds: float
+
+
+@tool("slow")
+async def slow(params: SleepParams) -> str:
+    """Waits, then answers."""
+    await asyncio.sleep(params.seconds)
+    return f"slept {params.seconds}"
+
+
+CURRENT_SPAN_IN_TOOL: dict[str, int] = {}
+"""``probe``'s record: call name -> the id of the span current while the tool ran."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ProbeParams:
+    name: str
+
+
+@tool("probe")
+async def probe(params: ProbeParams) -> str:
+    """Records the span that is current while it runs (after yielding once, as real I/O would)."""
+    from opentelemetry import trace
+
+    await asyncio.sleep(0.01)
+    CURRENT_SPAN_IN_TOOL[params.name] = trace.get_current_span().get_span_context().span_id
+    return params.name
+
+
+class ToolFailureError(RuntimeError):
+    """What ``explode`` raises."""
+
+
+@tool("explode")
+async def explode(params: CityParams) -> str:
+    """Always fails."""
+    raise ToolFailureError(f"boom in {params.city}")
+
+
+def registry(*tools: Any) -> ToolRegistry:
+    return ToolRegistry(list(tools))
+
+
+# --------------------------------------------------------------------------------------- runtimes
+def llm_config(provider: LLMProvider, model: str = MODEL, **kw: Any) -> LLMConfig:
+    return LLMConfig(provider=provider, model=model, **kw)
+
+
+def system(text: str = SYSTEM_PROMPT) -> list[SystemMessage]:
+    return [SystemMessage(blocks=[TextBlock(text=text)])]
+
+
+def chat_runtime(
+    provider: LLMProvider,
+    *tools: Any,
+    agents: dict[str, AgentDefinitionRef] | None = None,
+    services: dict[type, Any] | None = None,
+    storage: Any = None,
+    model: str = MODEL,
+    **config: Any,
+) -> AgentRuntime:
+    """A ``ChatAgent`` named ``assistant`` (its ``TurnAgent`` child does the work)."""
+    chat = ChatConfig(
+        llm_config=config.pop("llm", None) or llm_config(provider, model),
+        system=system(),
+        tools=registry(*tools) if tools else None,
+        **config,
+    )
+    return AgentRuntime(
+        agents={"assistant": ChatAgent, **(agents or {})},
+        services={ChatConfig: chat, **(services or {})},
+        storage=storage,
+    )
+
+
+def turn_runtime(
+    provider: LLMProvider, *tools: Any, model: str = MODEL, llm: dict[str, Any] | None = None, **config: Any
+) -> AgentRuntime:
+    """A bare ``TurnAgent`` named ``assistant`` at the root (``llm``: more ``LLMConfig`` fields)."""
+    turn = TurnConfig(
+        llm_config=llm_config(provider, model, **(llm or {})),
+        system=system(),
+        history=[],
+        tools=registry(*tools) if tools else None,
+        **config,
+    )
+    return AgentRuntime(agents={"assistant": TurnAgent}, services={TurnConfig: turn})
+
+
+async def run_chat(runtime: AgentRuntime, text: str = "Hello", **metadata: Any) -> ChatResult:
+    result = await runtime.run(agent=ChatAgent, spec=ChatSpec.text(text, metadata=metadata or None))
+    assert isinstance(result, ChatResult), result
+    return result
+
+
+async def run_turn(runtime: AgentRuntime, text: str = "Hello", **metadata: Any) -> TurnResult:
+    result = await runtime.run(agent=TurnAgent, spec=TurnSpec.text(text, metadata=metadata or None))
+    assert isinstance(result, TurnResult), result
+    return result
+
+
+# ----------------------------------------------------------------------------- agents as tools
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ResearchSpec:
+    question: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ResearchResult:
+    answer: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ResearcherSetup:
+    """The researcher's own model (a service: every researcher reads it)."""
+
+    provider: LLMProvider
+    tools: Sequence[Any] = ()
+    model: str = MODEL
+
+
+class ResearcherAgent(Agent[ResearchSpec, ResearchResult]):
+    """Researches one question with its own tool loop."""
+
+    __slots__ = ()
+    __subagents__: ClassVar[dict[str, AgentDefinitionRef]] = {"turn": TurnAgent}
+
+    def __init__(self, services: ServiceLocator, setup: ResearcherSetup, store: AgentStore) -> None:
+        services.provide(
+            TurnConfig(
+                llm_config=llm_config(setup.provider, setup.model),
+                system=system(RESEARCHER_PROMPT),
+                history=[],
+                tools=registry(*setup.tools) if setup.tools else None,
+            )
+        )
+
+    @step("ask", entry=True)
+    async def ask(self, spec: ResearchSpec) -> Spawn:
+        from flowra.agent import CallAgent
+
+        return Spawn(
+            children=[CallAgent(agent=TurnAgent, spec=TurnSpec(messages=[UserMessage.text(spec.question)]))],
+            then=self.answer,
+        )
+
+    @step("answer")
+    async def answer(self, result: TurnResult) -> ResearchResult:
+        message = result.result_message
+        texts = [b.text for b in message.blocks if isinstance(b, TextBlock)] if message is not None else []
+        return ResearchResult(answer="\n".join(texts))
+
+
+research_tool = make_agent_tool(ResearcherAgent, name="research", description="Research one question in depth")
+
+
+def research_runtime(provider: LLMProvider, researcher: LLMProvider, *researcher_tools: Any, **kw: Any) -> AgentRuntime:
+    """``assistant`` (a chat) with the ``research`` agent as a tool, and ``get_weather``."""
+    return chat_runtime(
+        provider,
+        research_tool,
+        get_weather,
+        agents={"researcher": ResearcherAgent},
+        services={ResearcherSetup: ResearcherSetup(provider=researcher, tools=researcher_tools)},
+        **kw,
+    )
