@@ -7,6 +7,7 @@ from typing import Any
 
 from flowra.agent import AgentRuntime
 from opentelemetry import context as otel_context
+from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from flowra_otel import OtelHooks
@@ -28,5 +29,4 @@ def assert_all_ended(ledger: SpanLedger, exporter: InMemorySpanExporter) -> None
     assert ledger.open_spans() == []
     exported = {s.context.span_id for s in exporter.get_finished_spans() if s.context is not None}
     assert exported == set(ledger.started)
-    current = otel_context.get_current()
-    assert all(getattr(v, "get_span_context", None) is None or not v.is_recording() for v in current.values())
+    assert not trace.get_current_span(otel_context.get_current()).is_recording()
