@@ -1,12 +1,13 @@
 """flowra-otel quickstart: one real flowra run, traced with one line, printed as a tree.
 
-    ./dev demo                                   # the trace prints in the terminal
-    OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 ./dev demo   # ...or goes to Jaeger/Tempo
+    ./dev demo                                  # the trace prints in the terminal
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://localhost:4318/v1/traces ./dev demo   # ...or goes to Jaeger
 
-The agent is a real ``ToolLoopAgent`` on a real ``AgentRuntime``. Only the LLM is scripted
-(no network, no API key): it first asks for the weather tool and the ``research`` agent-as-tool
-in parallel, then answers. The ``research`` tool is itself an agent with its own tool loop,
-which calls its own tool, so the trace shows agents nested inside tool calls.
+The agent is flowra's own ``ChatAgent`` on a real ``AgentRuntime`` (flowra 0.0.86 - 0.0.93). Only
+the model is scripted (no network, no API key): it first asks for the weather tool and the
+``research`` agent-as-tool in parallel, then answers. ``research`` is an agent with its own tool
+loop, which calls its own tool, so the trace shows an agent nested inside a tool call.
+(``examples/hook_registry/`` has the same examples for flowra 0.0.3 - 0.0.8.)
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import asyncio
 import dataclasses
 from typing import ClassVar
 
-from flowra.agent import Agent, AgentDefinitionRef, CallAgent, HookRegistry, ServiceLocator, Spawn, step
+from flowra.agent import Agent, AgentDefinitionRef, AgentRuntime, CallAgent, ServiceLocator, Spawn, step
 from flowra.lib import LLMConfig
-from flowra.lib.tool_loop import ToolLoopAgent, ToolLoopConfig, ToolLoopResult, ToolLoopSpec, make_agent_tool
+from flowra.lib.chat import ChatAgent, ChatConfig, ChatResult, ChatSpec
+from flowra.lib.turn import TurnAgent, TurnConfig, TurnResult, TurnSpec, make_agent_tool
 from flowra.llm import (
     AssistantMessage,
     LLMProvider,
@@ -29,9 +31,9 @@ from flowra.llm import (
     ToolResultBlock,
     ToolUseBlock,
     Usage,
+    UserMessage,
 )
-from flowra.runtime import AgentRuntime
-from flowra.tools import ToolRegistry, get_local_tool, tool
+from flowra.tools import ToolRegistry, tool
 
 from flowra_otel import OtelHooks
 from flowra_otel.export import configure_telemetry
@@ -45,7 +47,7 @@ class ScriptedLLM(LLMProvider):
 
     async def call(self, request: LLMRequest) -> LLMResponse:
         await asyncio.sleep(0.02)  # pretend the network took a moment
-        system = " ".join(b.text for m in request.messages if isinstance(m, SystemMessage) for b in m.blocks)
+        system = " ".join(b.text for m in request.system for b in m.blocks if isinstance(b, TextBlock))
         has_results = any(isinstance(b, ToolResultBlock) for m in request.messages for b in m.blocks)
         usage = Usage(input_tokens=120 + 40 * len(request.messages), output_tokens=35, cost_usd=0.0009)
         if "researcher" in system:
@@ -62,12 +64,12 @@ class ScriptedLLM(LLMProvider):
 
 def _tools(calls: list[tuple[str, str, dict[str, str]]], usage: Usage) -> LLMResponse:
     blocks = [ToolUseBlock(id=i, name=n, input=a) for i, n, a in calls]
-    return LLMResponse(message=AssistantMessage(blocks=list(blocks)), stop_reason=StopReason.TOOL_USE, usage=usage)
+    return LLMResponse(messages=[AssistantMessage(blocks=list(blocks))], stop_reason=StopReason.TOOL_USE, usage=usage)
 
 
 def _text(text: str, usage: Usage) -> LLMResponse:
     return LLMResponse(
-        message=AssistantMessage(blocks=[TextBlock(text=text)]), stop_reason=StopReason.END_TURN, usage=usage
+        messages=[AssistantMessage(blocks=[TextBlock(text=text)])], stop_reason=StopReason.END_TURN, usage=usage
     )
 
 
@@ -98,56 +100,56 @@ class ResearchResult:
 class ResearcherAgent(Agent[ResearchSpec, ResearchResult]):
     """Answers a research query with its own tool loop and system prompt."""
 
-    __subagents__: ClassVar[dict[str, AgentDefinitionRef]] = {"tool_loop": ToolLoopAgent}
+    __slots__ = ()
+    __subagents__: ClassVar[dict[str, AgentDefinitionRef]] = {"turn": TurnAgent}
 
-    def __init__(self, services: ServiceLocator) -> None:
+    def __init__(self, services: ServiceLocator, llm: LLMConfig) -> None:
         services.provide(
-            ToolLoopConfig,
-            ToolLoopConfig(
-                llm_config=LLMConfig(model=MODEL),
-                session_messages=[SystemMessage(blocks=[TextBlock(text="You are a researcher.")])],
-            ),
+            TurnConfig(
+                llm_config=llm,
+                system=[SystemMessage(blocks=[TextBlock(text="You are a researcher.")])],
+                history=[],
+                tools=ToolRegistry([get_weather]),
+            )
         )
 
     @step("research", entry=True)
     async def research(self, spec: ResearchSpec) -> Spawn:
         return Spawn(
-            children=[CallAgent(agent=ToolLoopAgent, spec=ToolLoopSpec(user_message=spec.query))],
+            children=[CallAgent(agent=TurnAgent, spec=TurnSpec(messages=[UserMessage.text(spec.query)]))],
             then=self.collect,
         )
 
     @step("collect")
-    async def collect(self, result: ToolLoopResult) -> ResearchResult:
+    async def collect(self, result: TurnResult) -> ResearchResult:
         message = result.result_message
-        return ResearchResult(answer=message.blocks[0].text if message else None)  # type: ignore[union-attr]
+        texts = [b.text for b in message.blocks if isinstance(b, TextBlock)] if message else []
+        return ResearchResult(answer="\n".join(texts) or None)
 
 
 async def main() -> None:
     telemetry = configure_telemetry(service_name="flowra-otel-quickstart")
 
-    hooks = HookRegistry()
-    hooks.add(OtelHooks())  # <- the one line
-
+    llm = LLMConfig(provider=ScriptedLLM(), model=MODEL)
     research = make_agent_tool(ResearcherAgent, name="research", description="Research a question.")
-    async with await ToolRegistry.create([get_local_tool(get_weather), research]) as tools:
-        runtime = AgentRuntime(
-            agents={"concierge": ToolLoopAgent, "research": ResearcherAgent},
-            services={
-                HookRegistry: hooks,
-                LLMProvider: ScriptedLLM(),
-                ToolRegistry: tools,
-                ToolLoopConfig: ToolLoopConfig(
-                    llm_config=LLMConfig(model=MODEL),
-                    session_messages=[SystemMessage(blocks=[TextBlock(text="You are a travel concierge.")])],
-                ),
-            },
-        )
-        result = await runtime.run(
-            agent="concierge",
-            spec=ToolLoopSpec(user_message="Porto or Lisbon this week?", metadata={"conversation_id": "demo-1"}),
-        )
-    answer = result.result_message.blocks[0].text if result.result_message else None
-    print(f"\nagent answered: {answer}")
+    runtime = AgentRuntime(
+        agents={"concierge": ChatAgent, "research": ResearcherAgent},
+        services={
+            LLMConfig: llm,
+            ChatConfig: ChatConfig(
+                llm_config=llm,
+                system=[SystemMessage(blocks=[TextBlock(text="You are a travel concierge.")])],
+                tools=ToolRegistry([get_weather, research]),
+            ),
+        },
+    )
+    OtelHooks().install(runtime)  # <- the one line
+
+    result = await runtime.run(
+        agent=ChatAgent, spec=ChatSpec.text("Porto or Lisbon this week?", metadata={"conversation_id": "demo-1"})
+    )
+    assert isinstance(result, ChatResult)
+    print(f"\nagent answered: {result.response}")
     telemetry.shutdown()
 
 

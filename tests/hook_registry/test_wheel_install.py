@@ -11,15 +11,10 @@ installs), kept to a single module-scoped environment.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 import textwrap
 import tomllib
-import venv
 from collections.abc import Iterator
-from dataclasses import dataclass
 from email.parser import Parser
 from pathlib import Path
 from zipfile import ZipFile
@@ -27,57 +22,12 @@ from zipfile import ZipFile
 import pytest
 
 from tests.hook_registry.test_zero_code_instrumentation import APP as PLAIN_APP
-
-ROOT = Path(__file__).resolve().parents[2]
-LOCK = ROOT / "requirements" / "dev.lock"
-PIP_TIMEOUT_S = 600
-REPOSITORY = "https://github.com/flowra-otel/flowra-otel"
-
-
-@dataclass(frozen=True)
-class Installed:
-    wheel: Path
-    python: Path
-    bin: Path
-    app_dir: Path
-
-
-def clean_env() -> dict[str, str]:
-    """No OTEL_* from the developer's shell, and nothing that would put the repository on the path."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    for name in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP"):
-        env.pop(name, None)
-    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    return env
-
-
-def run(args: list[str | Path], cwd: Path, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        [str(a) for a in args],
-        cwd=cwd,
-        env={**clean_env(), **env},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    assert proc.returncode == 0, f"{args}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
-    return proc
+from tests.wheel import PIP_TIMEOUT_S, REPOSITORY, ROOT, Installed, constraints, install, run
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
-    base = tmp_path_factory.mktemp("wheel-install")
-    dist = base / "dist"
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", dist, ROOT], cwd=base, timeout=PIP_TIMEOUT_S)
-    (wheel,) = dist.glob("flowra_otel-*.whl")
-    env_dir = base / "venv"
-    venv.create(env_dir, with_pip=True, clear=True)
-    python = env_dir / "bin" / "python"
-    run([python, "-m", "pip", "install", "-q", wheel, "-c", LOCK], cwd=base, timeout=PIP_TIMEOUT_S)
-    app_dir = base / "app"
-    app_dir.mkdir()
-    yield Installed(wheel=wheel, python=python, bin=env_dir / "bin", app_dir=app_dir)
+    yield from install(tmp_path_factory.mktemp("wheel-install"))
 
 
 def test_the_wheel_carries_the_package_its_metadata_and_absolute_links(installed: Installed) -> None:
@@ -176,7 +126,16 @@ def test_an_app_outside_the_repository_traces_with_runtime_dependencies_only(ins
 def test_the_instrument_extra_makes_opentelemetry_instrument_export(installed: Installed) -> None:
     """``pip install 'flowra-otel[instrument]'`` is all the zero-code path needs."""
     run(
-        [installed.python, "-m", "pip", "install", "-q", f"{installed.wheel}[instrument]", "-c", LOCK],
+        [
+            installed.python,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            f"{installed.wheel}[instrument]",
+            "-c",
+            constraints(installed.app_dir),
+        ],
         cwd=installed.app_dir,
         timeout=PIP_TIMEOUT_S,
     )

@@ -1,6 +1,6 @@
 """Multi-agent tracing: a tool loop that delegates to a research sub-agent (agent as tool).
 
-    python examples/multi_agent.py
+    python examples/hook_registry/multi_agent.py
 
 The ``assistant`` tool loop has one tool, ``research``, which is a whole agent
 (``make_agent_tool(ResearchAgent)``, flowra >= 0.0.6); the researcher runs its own tool loop with

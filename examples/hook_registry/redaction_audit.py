@@ -1,6 +1,6 @@
 """Content capture with a redaction hook, proven by auditing the exported trace.
 
-    python examples/redaction_audit.py
+    python examples/hook_registry/redaction_audit.py
 
 A ``lookup_customer`` tool returns a record holding an API key and an e-mail address. With
 content capture on (``OtelHooks(capture_content=True)``), tool results and messages are recorded
