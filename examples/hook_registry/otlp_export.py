@@ -29,7 +29,8 @@ code below never changes between a laptop and production:
 To look at the result locally, e.g.::
 
     docker run --rm -p 16686:16686 -p 4317:4317 -p 4318:4318 jaegertracing/all-in-one
-    OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 OTEL_SERVICE_NAME=weather-bot python examples/hook_registry/otlp_export.py
+    OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 OTEL_SERVICE_NAME=weather-bot \
+        python examples/hook_registry/otlp_export.py
 
 then open http://localhost:16686. The LLM here is a scripted stand-in, so no API key is needed.
 """

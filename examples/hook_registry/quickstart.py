@@ -1,8 +1,9 @@
 """flowra-otel quickstart on flowra 0.0.3 - 0.0.8: one real run, traced with one line, printed as a tree.
 
-    ./dev pytest-on 0.0.8 -q tests/hook_registry/test_examples_run.py   # runs it on flowra 0.0.8
-    .venv-flowra-0.0.8/bin/python examples/hook_registry/quickstart.py  # the trace prints in the terminal
-    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://localhost:4318/v1/traces .venv-flowra-0.0.8/bin/python examples/hook_registry/quickstart.py
+    .venv-flowra-0.0.8/bin/python examples/hook_registry/quickstart.py   # the trace prints in the terminal
+
+(``./dev pytest-on 0.0.8`` builds that environment.) To send the trace to Jaeger instead, set
+``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://localhost:4318/v1/traces`` (see docs/backends.md).
 
 The agent is a real ``ToolLoopAgent`` on a real ``AgentRuntime``. Only the LLM is scripted
 (no network, no API key): it first asks for the weather tool and the ``research`` agent-as-tool

@@ -22,7 +22,6 @@ from opentelemetry.sdk.trace import ReadableSpan
 from flowra_otel.__main__ import main
 from flowra_otel.core import redaction, semconv
 from flowra_otel.core.audit import EXIT_BAD_INPUT, EXIT_CLEAN, EXIT_LEAK, audit_file
-from tests.otlp_receiver import AttrValue, SpanRecord
 from tests.hook_registry.test_otlp_export_end_to_end import (
     REDACTED,
     REDACTION_HANDLER,
@@ -33,6 +32,7 @@ from tests.hook_registry.test_otlp_export_end_to_end import (
     export_run,
     write_otlp_json,
 )
+from tests.otlp_receiver import AttrValue, SpanRecord
 
 TOOL_SPAN = "execute_tool lookup_account"
 CHAT_SPAN = "chat sonnet-4-5"

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(
     not HAS_AGENT_TOOLS, reason=f"the examples use the flowra >= 0.0.6 API; installed: {FLOWRA_VERSION}"
 )
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "hook_registry"
 
 
 def run_example(name: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -31,7 +31,7 @@ def run_example(name: str, **env: str) -> subprocess.CompletedProcess[str]:
     clean.update(env)
     proc = subprocess.run(
         [sys.executable, str(EXAMPLES / name)],
-        cwd=EXAMPLES.parent,
+        cwd=EXAMPLES.parents[1],
         env=clean,
         capture_output=True,
         text=True,

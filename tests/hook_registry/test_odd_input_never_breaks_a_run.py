@@ -45,8 +45,8 @@ from tests.hook_registry.flowra_support import (
     tool_registry,
     usage,
 )
-from tests.otlp_receiver import OtlpReceiver
 from tests.hook_registry.test_content_pipeline import HISTORY_FLOOR, valid
+from tests.otlp_receiver import OtlpReceiver
 
 MakeHooks = Callable[..., OtelHooks]
 Handler = Callable[[ToolExecutionContext], Awaitable[ToolResult]]

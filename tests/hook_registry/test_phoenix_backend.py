@@ -35,8 +35,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from flowra_otel.__main__ import main
 from tests.hook_registry import phoenix_app as app
 from tests.hook_registry.flowra_support import HAS_AGENT_TOOLS
-from tests.phoenix_server import PHOENIX_ENV, PhoenixServer, phoenix_executable, running_phoenix
 from tests.hook_registry.test_otlp_export_end_to_end import REDACTED, SECRET_KEY
+from tests.phoenix_server import PHOENIX_ENV, PhoenixServer, phoenix_executable, running_phoenix
 
 Protocol = Literal["http/protobuf", "grpc"]
 PROTOCOLS: Final[tuple[Protocol, ...]] = ("http/protobuf", "grpc")
