@@ -57,6 +57,7 @@ class AgentInvocation:
         "telemetry",
         "tool_calls",
         "tool_descriptions",
+        "tool_loop",
         "tool_shapes",
         "tools",
         "usage",
@@ -75,8 +76,10 @@ class AgentInvocation:
         content: ContentRenderer | None,
         metric_extra: Mapping[str, AttributeValue],
         provider_class: str | None = None,
+        tool_loop: bool = True,
     ) -> None:
         self.telemetry = telemetry
+        self.tool_loop = tool_loop  # a tool loop (flowra's ToolLoopAgent / TurnAgent) counts iterations
         self.provider_class = provider_class  # the LLMProvider class its calls go to, read once
         self.content = content  # the run's renderer when content capture is on
         self.metric_extra = metric_extra  # the run's extra metric attributes (filled in as known)
@@ -245,7 +248,8 @@ class AgentInvocation:
                 attributes.loop_result_attributes(getattr(result, "status", None), getattr(result, "stop_reason", None))
             )
             self._record_output(result)
-        span.set_attribute(semconv.FLOWRA_TOOL_LOOP_ITERATIONS, self.llm_calls)
+        if self.tool_loop:  # an agent that only orchestrates others has no iterations of its own
+            span.set_attribute(semconv.FLOWRA_TOOL_LOOP_ITERATIONS, self.llm_calls)
         if not self.model_at_start and len(self.models) == 1:
             span.set_attribute(semconv.GEN_AI_REQUEST_MODEL, next(iter(self.models)))
         if self.telemetry.options.openinference:

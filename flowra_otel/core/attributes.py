@@ -14,7 +14,7 @@ from typing import Any, Final
 from opentelemetry.util.types import AttributeValue
 
 from . import semconv
-from .safety import safe_float, safe_int, safe_str, utf8_safe
+from .safety import INT64_MAX, safe_float, safe_int, safe_str, utf8_safe
 
 type Attributes = dict[str, AttributeValue]
 
@@ -67,8 +67,9 @@ class TokenUsage:
 
     flowra counts each token once (``input_tokens`` excludes cached ones); the conventions want
     input tokens to include cache reads and writes, with those two reported again as subsets.
-    Every field is read through ``safety``: a usage object with odd values (None, strings, NaN)
-    costs its numbers, never the span.
+    Every field is read through ``safety``: a usage object with odd values (None, strings, NaN,
+    negative counts) costs its numbers, never the span; counts (and their sums) are capped to
+    int64, which OTLP can carry.
     """
 
     __slots__ = ("cache_creation", "cache_read", "cost_usd", "input", "output")
@@ -87,30 +88,38 @@ class TokenUsage:
         totals = cls()
         # flowra's own Usage holds ints (and a float or None for cost): read without a call each.
         cache_read = getattr(usage, "cache_read_input_tokens", 0)
-        if type(cache_read) is not int:
-            cache_read = safe_int(cache_read)
+        if type(cache_read) is not int or not 0 <= cache_read <= INT64_MAX:
+            cache_read = token_count(cache_read)
         cache_creation = getattr(usage, "cache_creation_input_tokens", 0)
-        if type(cache_creation) is not int:
-            cache_creation = safe_int(cache_creation)
+        if type(cache_creation) is not int or not 0 <= cache_creation <= INT64_MAX:
+            cache_creation = token_count(cache_creation)
         input_tokens = getattr(usage, "input_tokens", 0)
-        if type(input_tokens) is not int:
-            input_tokens = safe_int(input_tokens)
+        if type(input_tokens) is not int or not 0 <= input_tokens <= INT64_MAX:
+            input_tokens = token_count(input_tokens)
         output = getattr(usage, "output_tokens", 0)
-        totals.output = output if type(output) is int else safe_int(output)
+        totals.output = output if type(output) is int and 0 <= output <= INT64_MAX else token_count(output)
         totals.cache_read = cache_read
         totals.cache_creation = cache_creation
-        totals.input = input_tokens + cache_read + cache_creation
+        totals.input = min(input_tokens + cache_read + cache_creation, INT64_MAX)
         cost = getattr(usage, "cost_usd", None)
         totals.cost_usd = None if cost is None else safe_float(cost)
         return totals
 
     def add(self, other: TokenUsage) -> None:
-        self.input += other.input
-        self.output += other.output
-        self.cache_read += other.cache_read
-        self.cache_creation += other.cache_creation
+        self.input = min(self.input + other.input, INT64_MAX)
+        self.output = min(self.output + other.output, INT64_MAX)
+        self.cache_read = min(self.cache_read + other.cache_read, INT64_MAX)
+        self.cache_creation = min(self.cache_creation + other.cache_creation, INT64_MAX)
         if other.cost_usd is not None:
             self.cost_usd = other.cost_usd + (self.cost_usd or 0.0)
+
+
+def token_count(value: object) -> int:
+    """A token count spans and histograms accept: an int in ``[0, 2**63 - 1]``. A negative count
+    (which a histogram refuses) or anything that is not a finite number counts as 0; a count
+    beyond int64 (which OTLP cannot encode) is capped."""
+    count = safe_int(value)
+    return count if count >= 0 else 0
 
 
 def usage_attributes(usage: TokenUsage) -> Attributes:

@@ -430,7 +430,11 @@ class ContentRenderer:
 
     # ------------------------------------------------------------------ single values
     def tool_arguments(self, value: Any) -> str:
-        """``gen_ai.tool.call.arguments``: JSON of the post-hook tool input (an object)."""
+        """``gen_ai.tool.call.arguments``: JSON of the post-hook tool input (an object). A string
+        holding JSON of an object (arguments a provider or a hook left serialised) is deserialised,
+        as the conventions advise; any other input that is not an object (text the model made
+        that is not JSON, None) is recorded as it is."""
+        value = deserialised_arguments(value, self._budget)
         return self._structure(value, "the tool arguments", object_only=isinstance(value, Mapping))
 
     def result_value(self, result: Any) -> Any:
@@ -528,7 +532,7 @@ def _part(walk: Walk, part: Part, tool_uses: Mapping[int, Any] | None = None) ->
             "type": "tool_call",
             "id": _ident(final.id),
             "name": _ident(final.name),
-            "arguments": walk.node(final.input),
+            "arguments": walk.node(deserialised_arguments(final.input, walk.cap)),
         }
     if kind == "tool_call_response":
         return {"type": "tool_call_response", "id": _ident(part.ident), "response": walk.node(part.content)}
@@ -542,6 +546,21 @@ def _part(walk: Walk, part: Part, tool_uses: Mapping[int, Any] | None = None) ->
             return {"type": "blob", "modality": modality, "content": content}
         return {"type": "blob", "modality": modality, "mime_type": _ident(mime), "content": content}
     return {"type": _ident(kind)}
+
+
+def deserialised_arguments(value: Any, budget: int | None) -> Any:
+    """Tool arguments as the conventions expect them, an object: a string holding JSON of an
+    object (flowra keeps OpenAI's arguments as the JSON text the provider sent) is deserialised,
+    when it is small enough to parse; any other value is returned as it is."""
+    if not isinstance(value, str) or value[:64].lstrip()[:1] != "{":
+        return value
+    if budget is not None and len(value) > PARSE_FACTOR * budget:
+        return value
+    try:
+        parsed = json.loads(value)
+    except (ValueError, RecursionError):
+        return value
+    return parsed if isinstance(parsed, dict) else value
 
 
 def blob_modality(media_type: object) -> str:

@@ -1,11 +1,19 @@
 """Classify a provider failure (rate limit, auth, outage...) from the exception a run raised.
 
-flowra lets the provider SDK's exceptions through unchanged, so the only thing a span records
-today is the exception's class name.  Operators need to tell a rate limit from an expired key
-from a model outage, and whether a retry can help.  ``classify_provider_error`` answers that
-from any exception, by *duck typing*: it reads the attributes the openai, anthropic and
-google-genai SDKs (and httpx, google-auth and the builtins) put on their exceptions, and imports
-none of them, so it works with whichever SDK versions the host has, or none.
+flowra 0.0.3 - 0.0.8 lets the provider SDK's exceptions through unchanged, so the only thing a
+span would record is the exception's class name.  Operators need to tell a rate limit from an
+expired key from a model outage, and whether a retry can help.  ``classify_provider_error``
+answers that from any exception, by *duck typing*: it reads the attributes the openai, anthropic
+and google-genai SDKs (and httpx, google-auth and the builtins) put on their exceptions, and
+imports none of them, so it works with whichever SDK versions the host has, or none.
+
+flowra 0.0.83 and later raise their own typed errors instead (``flowra.llm.errors``:
+``RateLimitedError``, ``QuotaExhaustedError``, ``ContextTooLongError``..., the SDK's exception as
+``__cause__``).  flowra chose that class from the provider's status *and* body (a 429 whose code
+is ``insufficient_quota`` is ``QuotaExhaustedError``), so the class decides first: the nearest
+class of flowra's own in the exception's MRO (a subclass an application defines counts as its
+flowra base; a class of the same name from another package does not).  Its ``status_code``,
+``retry_after`` and ``request_id`` fill in the rest.
 
 The rules run in a fixed order and the first that matches wins (the order matters: a 429 whose
 error code is ``insufficient_quota`` is an exhausted quota, not a rate limit; an SDK's timeout
@@ -152,6 +160,19 @@ _CONNECTION_CLASSES: Final = frozenset(
     }
 )
 _CONTENT_FILTER_CLASSES: Final = frozenset({"ContentFilterFinishReasonError"})
+_FLOWRA_ERROR_KINDS: Final[Mapping[str, ErrorKind]] = {
+    # flowra.llm.errors (0.0.83+). Its bases (LLMError, TransientLLMError, PermanentLLMError)
+    # say too little: such an error is classified by the other rules (its status, its cause).
+    "RateLimitedError": ErrorKind.RATE_LIMITED,
+    "OverloadedError": ErrorKind.OVERLOADED,
+    "UnavailableError": ErrorKind.UNAVAILABLE,
+    "LLMTimeoutError": ErrorKind.TIMEOUT,
+    "AuthFailedError": ErrorKind.AUTH,
+    "NotFoundError": ErrorKind.NOT_FOUND,
+    "QuotaExhaustedError": ErrorKind.QUOTA_EXHAUSTED,
+    "ContextTooLongError": ErrorKind.CONTEXT_TOO_LONG,
+    "BadRequestError": ErrorKind.INVALID_REQUEST,
+}
 _GOOGLE_AUTH_MODULE: Final = "google.auth"
 
 _TOO_LONG: Final = re.compile(
@@ -167,15 +188,25 @@ _TOO_LONG: Final = re.compile(
 
 
 def _classify_one(exc: BaseException) -> ProviderError:
-    mro_names = _mro_names(exc)
     status = _http_status(exc)
+    response = _safe_getattr(exc, "response")
+    flowra_kind = _flowra_kind(exc)
+    if flowra_kind is not None:  # flowra read the provider's body already: its class decides
+        retry_after = _retry_after(response, exc)
+        return ProviderError(
+            kind=flowra_kind,
+            retryable=_RETRYABLE[flowra_kind],
+            http_status=status,
+            retry_after_s=retry_after if retry_after is not None else _seconds(_safe_getattr(exc, "retry_after")),
+            request_id=_request_id(exc, response),
+        )
+    mro_names = _mro_names(exc)
     google_status = _google_status(exc)
     error_type, error_code = _body_type_and_code(exc)
 
     kind = _kind(exc, mro_names, status, google_status, error_type, error_code)
     if kind is ErrorKind.UNKNOWN:
         return _UNKNOWN
-    response = _safe_getattr(exc, "response")
     return ProviderError(
         kind=kind,
         retryable=_RETRYABLE[kind],
@@ -183,6 +214,21 @@ def _classify_one(exc: BaseException) -> ProviderError:
         retry_after_s=_retry_after(response, exc),
         request_id=_request_id(exc, response),
     )
+
+
+def _flowra_kind(exc: BaseException) -> ErrorKind | None:
+    """The kind flowra's own error class says (``flowra.llm.errors``, 0.0.83+): the nearest such
+    class in the MRO, so ``ContextTooLongError`` wins over its base ``BadRequestError``."""
+    try:
+        for cls in type(exc).__mro__:
+            kind = _FLOWRA_ERROR_KINDS.get(cls.__name__)
+            if kind is not None:
+                module = cls.__module__
+                if isinstance(module, str) and (module == "flowra" or module.startswith("flowra.")):
+                    return kind
+    except Exception:
+        return None
+    return None
 
 
 def _kind(
@@ -370,6 +416,14 @@ def _google_retry_delay(exc: BaseException) -> float | None:
         if isinstance(kind, str) and kind.endswith("google.rpc.RetryInfo") and isinstance(delay, str):
             return _parse_number(delay.removesuffix("s"))
     return None
+
+
+def _seconds(value: object) -> float | None:
+    """A delay flowra parsed already (``LLMError.retry_after``): a finite, non-negative number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    seconds = float(value)
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
 def _parse_number(text: str | None) -> float | None:

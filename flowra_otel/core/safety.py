@@ -70,15 +70,28 @@ def utf8_safe(text: str) -> str:
 _SURROGATES: Final = re.compile("[\ud800-\udfff]")
 
 
+INT64_MIN: Final = -(2**63)
+INT64_MAX: Final = 2**63 - 1
+"""The int range OTLP carries: a larger int attribute is dropped by the encoder, and one in a
+metric exemplar fails the whole metrics export."""
+
+
 def safe_int(value: object) -> int:
-    """A token count as an int; anything that is not a finite number counts as 0."""
+    """A count as an int OTLP can carry (a larger magnitude is capped to int64); anything that is
+    not a finite number counts as 0."""
     if type(value) is int:
-        return value
-    try:
-        number = float(value)  # type: ignore[arg-type]
-    except Exception:
-        return 0
-    return int(number) if math.isfinite(number) else 0
+        number = value
+    else:
+        try:
+            as_float = float(value)  # type: ignore[arg-type]
+        except Exception:
+            return 0
+        if not math.isfinite(as_float):
+            return 0
+        number = int(as_float)
+    if INT64_MIN <= number <= INT64_MAX:
+        return number
+    return INT64_MAX if number > 0 else INT64_MIN
 
 
 def safe_float(value: object) -> float | None:

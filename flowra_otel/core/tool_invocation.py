@@ -47,6 +47,7 @@ class ToolInvocation:
         "start_ns",
         "telemetry",
         "tool_use",
+        "unverified",
     )
 
     def __init__(
@@ -60,14 +61,16 @@ class ToolInvocation:
         stamp: attributes.Attributes,
         start_ns: int,
         content: ContentRenderer | None,
-        offered: Mapping[str, str],
+        offered: Mapping[str, str] | None,
         metric_extra: Mapping[str, AttributeValue],
         shapes: dict[Any, tuple[str, attributes.Attributes]] | None = None,
         extra: attributes.Attributes | None = None,
     ) -> None:
         """``model_tool_use``: the call as the model asked for it; ``tool_use``: as every
         BeforeToolCallEvent hook left it, the call that runs. ``extra``: start attributes of this
-        call alone (how it was answered: prefilled, cut off)."""
+        call alone (how it was answered: prefilled, cut off). ``offered``: the tools the agent's
+        latest request offered (name -> description); None when not known yet (a call reopened by
+        a resume, before its agent's first request in this process: ``offered_now``)."""
         self.telemetry = telemetry
         self.content = content  # None: no content is recorded on this span
         self.agent_name = agent_name
@@ -83,7 +86,9 @@ class ToolInvocation:
         current = getattr(tool_use, "name", "")
         if type(current) is not str or not current.isascii():
             current = safe_str(current)
-        offered_description = offered.get(current)
+        # Not known yet: the placeholder until the agent's next request tells (``offered_now``).
+        self.unverified = offered is None
+        offered_description = offered.get(current) if offered is not None else None
         if current != self.model_name:
             self.name = current
         else:
@@ -92,7 +97,9 @@ class ToolInvocation:
         self.redacted_fields: list[str] = []
         self.ended = False
         requested = (
-            content.text(self.model_name) if self.name == semconv.INVENTED_TOOL_NAME and content is not None else None
+            content.text(self.model_name)
+            if self.name == semconv.INVENTED_TOOL_NAME and content is not None and not self.unverified
+            else None
         )
         key = (self.name, self.description, requested, id(stamp))
         shape = shapes.get(key) if shapes is not None else None
@@ -121,6 +128,26 @@ class ToolInvocation:
         self.span = telemetry.tracer.start_span(
             name, context=parent, kind=SpanKind.INTERNAL, attributes=attrs, start_time=start_ns
         )
+
+    def offered_now(self, offered: Mapping[str, str]) -> None:
+        """A call reopened by a resume learns the tools its agent offers (the agent's next
+        request): a name offered there is the tool's own, and the span takes it (still open: it
+        ends when its result is recorded); any other name keeps the placeholder."""
+        if not self.unverified or self.ended:
+            return
+        self.unverified = False
+        span = self.span
+        description = offered.get(self.model_name)
+        if description is None:  # invented by the model: its name is content
+            if self.content is not None and span.is_recording():
+                span.set_attribute(semconv.FLOWRA_TOOL_REQUESTED_NAME, self.content.text(self.model_name))
+            return
+        self.name = self.model_name
+        self.description = description
+        span.update_name(f"{semconv.OP_EXECUTE_TOOL} {self.name}")
+        span.set_attribute(semconv.GEN_AI_TOOL_NAME, self.name)
+        if description:
+            span.set_attribute(semconv.GEN_AI_TOOL_DESCRIPTION, description)
 
     def called(self, change: redaction.FieldChange | None) -> None:
         """BeforeToolCallEvent returned: the ledger of what its hooks changed, and the arguments

@@ -19,6 +19,7 @@ from flowra.agent.flow import TimeoutAgent
 from flowra.agent.flow.hooks import Event, HooksImpl
 from flowra.lib.chat import ChatAgent
 from flowra.lib.observability import LLMCallSpan, TextDeltaEvent, ThinkingDeltaEvent, ToolCallSpan
+from flowra.lib.turn import TurnAgent
 from flowra.lib.turn import hook_events as events
 from flowra.lib.turn.tool_call import ToolCallAgent
 from flowra.llm import StopReason, ToolResultBlock, UserMessage
@@ -45,9 +46,11 @@ __all__ = [
     "context_of",
     "events",
     "handlers_of",
+    "is_tool_loop",
     "may_stream",
     "remove_global",
     "root_node_id",
+    "run_node_id",
     "runtime_storage",
 ]
 
@@ -93,11 +96,19 @@ def handlers_of(hooks: Any, event_type: type[Any]) -> list[Callable[..., Any]]:
     return handlers
 
 
-def may_stream(hooks: Any) -> bool:
-    """Whether some handler listens to streaming chunks (flowra then streams: ``LLMCaller``
-    streams when its agent's hooks have a delta handler; scoped ones are counted too)."""
-    group = hooks._root._events
-    return any(group.global_subscriptions.get(t) or group.scoped_subscriptions.get(t) for t in DELTA_EVENTS)
+def is_tool_loop(source: Any) -> bool:
+    """A tool loop (flowra's ``TurnAgent`` or a subclass of it): its span counts its LLM calls
+    as iterations; an agent that only orchestrates others has none of its own."""
+    return isinstance(source, type) and issubclass(source, TurnAgent)
+
+
+def may_stream(hooks: Any, context: Any) -> bool:
+    """Whether flowra streams the LLM call whose span was opened in ``context`` (the span event's
+    ``ExecutionContext``): ``LLMCaller`` streams when the calling agent's hooks have a delta
+    handler that would fire there, so the same check runs on a view of the runtime's hooks for
+    that context (a handler scoped to another agent does not count)."""
+    view = hooks.for_agent(context) if context is not None else hooks
+    return any(view.has_handlers(t) for t in DELTA_EVENTS)
 
 
 def context_of(hooks: Any) -> Any:
@@ -114,6 +125,10 @@ def remove_global(hooks: Any, handler_self: object) -> None:
             subscriptions[:] = [s for s in subscriptions if getattr(s.handler, "__self__", None) is not handler_self]
 
 
+RUN_META_KEY: Final = "__flowra_meta__"
+"""Where ``AgentRuntime`` keeps its run counter in the session storage (``__next_run_id``)."""
+
+
 def runtime_storage(runtime: Any) -> Any:
     """The ``SessionStorage`` of a durable ``AgentRuntime`` (None without one)."""
     return getattr(runtime, "_AgentRuntime__storage", None)
@@ -121,10 +136,27 @@ def runtime_storage(runtime: Any) -> Any:
 
 def root_node_id(runtime: Any) -> str | None:
     """The node id of the run the runtime is executing (``r<run number>``; the same after a
-    resume), or None between runs."""
+    resume), or None between runs. Set only once the run loop runs: ``run()`` and ``resume()``
+    open the root's span before (``run_node_id`` reads it from the storage then)."""
     root = getattr(runtime, "_AgentRuntime__root", None)
     node_id = getattr(root, "node_id", None)
     return node_id if isinstance(node_id, str) else None
+
+
+async def run_node_id(runtime: Any, storage: Any, resumed: bool) -> str | None:
+    """The root node id of the run whose root agent starts now, from the durable ``storage``:
+    ``run()`` has just saved the run number (``__flowra_meta__``'s ``run_counter``; the root is
+    ``r<run number>``), ``resume()`` has just read the execution snapshot (its ``node_id``)."""
+    node_id = root_node_id(runtime)
+    if node_id is not None:
+        return node_id
+    if resumed:
+        execution = await storage.load_execution()
+        node_id = execution.get("node_id") if isinstance(execution, dict) else None
+        return node_id if isinstance(node_id, str) else None
+    meta = await storage.load(RUN_META_KEY)
+    counter = meta.get("run_counter") if isinstance(meta, dict) else None
+    return f"r{counter}" if type(counter) is int else None
 
 
 def check(runtime: Any) -> None:
@@ -137,6 +169,7 @@ def check(runtime: Any) -> None:
             ("runtime.hooks (HooksImpl)", isinstance(hooks, HooksImpl)),
             ("HooksImpl.__resolve", callable(getattr(HooksImpl, "_HooksImpl__resolve", None))),
             ("HooksImpl.__context", isinstance(getattr(HooksImpl, "_HooksImpl__context", None), property)),
+            ("HooksImpl.for_agent", callable(getattr(HooksImpl, "for_agent", None))),
             ("runtime.flowing", hasattr(runtime, "flowing")),
         )
         if not ok

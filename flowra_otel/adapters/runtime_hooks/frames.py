@@ -13,17 +13,18 @@ open one.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextvars import ContextVar, Token
 from typing import Any
 
 from opentelemetry.context import Context
 
-from ...core import current_span
+from ...core import attributes, current_span
 from ...core.agent_invocation import AgentInvocation
 from ...core.content import ContentRenderer
 from ...core.redaction import FieldChange
 from ...core.run_state import RunState
+from ...core.safety import safe_str
 from ...core.tool_invocation import ToolInvocation
 from ._flowra import ToolResultBlock, UserMessage
 
@@ -31,11 +32,12 @@ from ._flowra import ToolResultBlock, UserMessage
 class RunScope:
     """One ``AgentRuntime.run`` / ``resume`` call, as far as this adapter traces it."""
 
-    __slots__ = ("content", "resume_frames", "state")
+    __slots__ = ("caller", "content", "resume_frames", "state")
 
     def __init__(self, state: RunState, *, content: bool) -> None:
         self.state = state
         self.content = content  # False: the run was started by a hook, its content is withheld
+        self.caller: Context | None = None  # the context current when the run's root opened
         # A resume opens the tree's spans outside their parents' flowing values, depth first:
         # the frame opened last at each depth is the parent of the next node one level down.
         self.resume_frames: list[Frame | None] = []
@@ -83,10 +85,11 @@ class AgentScope:
     def __init__(self, invocation: AgentInvocation, run: RunScope) -> None:
         self.invocation = invocation
         self.run = run
-        # BeforeToolCallEvent, after its hooks: call id -> (the call as the model made it, the ledger).
-        self.announced: dict[str, tuple[Any, FieldChange | None]] = {}
-        self.running: dict[str, ToolInvocation] = {}  # call id -> its execute_tool span, until AfterToolCallEvent
-        self.ended_tools: dict[str, int] = {}  # call id -> when its tool returned
+        # Keyed by call id, a list each: a model may give several calls one id (or none, "").
+        # BeforeToolCallEvent, after its hooks: (the call as the model made it, the ledger, the call that runs).
+        self.announced: dict[str, list[tuple[Any, FieldChange | None, Any]]] = {}
+        self.running: dict[str, list[ToolInvocation]] = {}  # execute_tool spans, until AfterToolCallEvent
+        self.ended_tools: dict[ToolInvocation, int] = {}  # when each call's tool returned
         self.awaiting: list[PendingResult] = []
         self.calls_ns = 0  # when the latest BeforeToolCallsEvent was emitted (a prefilled call's start)
         self.prefilled: set[str] = set()
@@ -96,15 +99,24 @@ class AgentScope:
     def content(self) -> ContentRenderer | None:
         return self.invocation.content
 
-    def settle(self, messages: Iterable[Any] | None) -> None:
+    def settle(self, messages: Iterable[Any] | None, tools: Any = None) -> None:
         """Record each awaiting result as ``messages`` (a request's, or the turn's) give it to the
-        model; a result not found there is recorded as every hook left it."""
+        model; a result not found there is recorded as every hook left it. ``tools``: the
+        request's, which name the calls a resume reopened before any request was seen."""
         awaiting, self.awaiting = self.awaiting, []
         if not awaiting:
             return
         given = results_by_id(messages, {p.call_id for p in awaiting}) if messages is not None else {}
+        offered = (
+            attributes.tool_descriptions(tools)
+            if tools is not None and any(p.tool.unverified for p in awaiting)
+            else None
+        )
         for pending in awaiting:
-            result = given.get(pending.call_id, pending.result)
+            if offered is not None:
+                pending.tool.offered_now(offered)
+            results = given.get(pending.call_id)  # the calls sharing an id get their results in order
+            result = results.pop(0) if results else pending.result
             pending.tool.stop(result, pending.change, end_ns=pending.end_ns, error_kind=pending.error_kind)
 
 
@@ -146,16 +158,36 @@ RESUMING: ContextVar[RunScope | None] = ContextVar("flowra_otel_resuming", defau
 """The run whose spans ``AgentRuntime.resume`` is reopening in this task (set by its root)."""
 
 
-def results_by_id(messages: Iterable[Any], wanted: set[str]) -> dict[str, Any]:
-    """The ``ToolResultBlock`` for each wanted call id, newest messages first (results follow
-    the message that made the calls, so the search stops as soon as all are found)."""
-    found: dict[str, Any] = {}
+def results_by_id(messages: Iterable[Any], wanted: set[str]) -> dict[str, list[Any]]:
+    """The ``ToolResultBlock``s for each wanted call id (in message order: calls sharing an id
+    are answered in the order they were made), newest messages first (results follow the message
+    that made the calls, so the search stops as soon as all are found)."""
+    found: dict[str, list[Any]] = {}
     for message in reversed(list(messages)):
         if not isinstance(message, UserMessage):
             continue
+        here: dict[str, list[Any]] = {}
         for block in message.blocks:
-            if isinstance(block, ToolResultBlock) and block.tool_use_id in wanted and block.tool_use_id not in found:
-                found[block.tool_use_id] = block
+            if not isinstance(block, ToolResultBlock):
+                continue
+            ident = block.tool_use_id
+            key = ident if type(ident) is str else safe_str(ident)  # as the call ids are kept
+            if key in wanted and key not in found:
+                here.setdefault(key, []).append(block)
+        found.update(here)
         if len(found) == len(wanted):
             break
     return found
+
+
+def take[T](entries: dict[str, list[T]], call_id: str, match: Callable[[T], bool]) -> T | None:
+    """Remove and return the entry of ``call_id`` that ``match``es, else its oldest (calls that
+    share an id run in the order they were made), or None."""
+    items = entries.get(call_id)
+    if not items:
+        return None
+    index = next((i for i, item in enumerate(items) if match(item)), 0)
+    item = items.pop(index)
+    if not items:
+        del entries[call_id]
+    return item

@@ -74,6 +74,8 @@ class RuntimeHooksMessages:
     def result_value(result: Any) -> Any:
         """Text blocks alone: their text (one block as it is, several joined by a blank line, as
         providers send them); with media: a list of text and blob parts."""
+        if not isinstance(result, ToolResultBlock) and not hasattr(result, "content"):
+            return result  # a hook's own value in place of the result block: recorded as it is
         content = getattr(result, "content", None)
         if isinstance(content, str):  # a result stored before 0.0.86 and built by hand
             return content

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 from opentelemetry import context as otel_context
-from opentelemetry.trace import Span
+from opentelemetry.trace import Span, get_current_span
 
 from ...core import attributes, semconv
 from ...core.agent_invocation import AgentInvocation
@@ -56,7 +56,7 @@ from ._flowra import (
     events,
 )
 from .durable import EphemeralLinkStore
-from .frames import RESUMING, AgentScope, Frame, PendingResult, RunScope, enter, exit_, nearest_open
+from .frames import RESUMING, AgentScope, Frame, PendingResult, RunScope, enter, exit_, nearest_open, take
 from .messages import MESSAGES
 
 logger = logging.getLogger("flowra_otel")
@@ -67,7 +67,7 @@ type ExitHandler = Callable[[BaseException | None], None]
 class RuntimeTracing:
     """The adapter's subscriptions on one ``AgentRuntime`` and the flowing frame they share."""
 
-    __slots__ = ("adapter", "frame", "runtime", "telemetry")
+    __slots__ = ("__weakref__", "adapter", "frame", "runtime", "telemetry")  # weak: the instrumentor's set
 
     def __init__(self, adapter: Any, runtime: Any) -> None:
         self.adapter = adapter  # the RuntimeHooksAdapter (its _auto flag: zero-code or the app's own)
@@ -92,11 +92,16 @@ class RuntimeTracing:
             span = event.data
             stack = event.context.stack
             depth = len(stack) - 1
-            parent = nearest_open(self.frame.get())
+            current = self.frame.get()
+            parent = nearest_open(current)
             run = parent.run if parent is not None else None
             if run is None and depth > 0:  # a resume reopens children outside their parents' values
                 run = RESUMING.get()
                 parent = nearest_open(run.resumed_parent(depth)) if run is not None else None
+            elif run is None and current is not None:  # GotoAgent replaced the run's root agent
+                run = current.run
+                parent = _replaced_root(run)
+                self.frame.set(parent)
             if run is None:
                 return self._start_run(span, stack)
             return self._open_agent(span, stack, parent, run, depth)
@@ -108,20 +113,21 @@ class RuntimeTracing:
         """The root of a run: the run's state first (a resumed run's trace link is read from
         flowra's session storage, hence a coroutine then), then its agent."""
         storage = _flowra.runtime_storage(self.runtime)
-        node_id = _flowra.root_node_id(self.runtime)
-        store = EphemeralLinkStore(storage, node_id) if storage is not None and node_id is not None else None
         content = not emit_patch.IN_HOOKS.get()
-        if store is None:
+        if storage is None:
             run = RunScope(RunState(), content=content)
             return self._open_root(span, stack, run)
-        return self._open_durable_root(span, stack, store, content)
+        return self._open_durable_root(span, stack, storage, content)
 
-    async def _open_durable_root(self, span: Any, stack: Any, store: EphemeralLinkStore, content: bool) -> Any:
+    async def _open_durable_root(self, span: Any, stack: Any, storage: Any, content: bool) -> Any:
+        store: EphemeralLinkStore | None = None
+        resumed = None
         try:
-            resumed = await store.load() if span.is_resume else None
+            node_id = await _flowra.run_node_id(self.runtime, storage, span.is_resume)
+            store = EphemeralLinkStore(storage, node_id) if node_id is not None else None
+            resumed = await store.load() if store is not None and span.is_resume else None
         except Exception:
-            logger.exception("flowra_otel: could not read the trace link of a resumed run")
-            resumed = None
+            logger.exception("flowra_otel: could not read the trace link of a durable run")
         run = RunScope(RunState(link_store=store, resumed=resumed), content=content)
         on_exit = self._open_root(span, stack, run)
         await self.persist_run(run)
@@ -129,12 +135,13 @@ class RuntimeTracing:
 
     def _open_root(self, span: Any, stack: Any, run: RunScope) -> Any:
         RESUMING.set(run if span.is_resume else None)
+        run.caller = otel_context.get_current()
         return self._open_agent(span, stack, None, run, 0)
 
     def _open_agent(self, span: Any, stack: Any, parent: Frame | None, run: RunScope, depth: int) -> Any:
         info = span.agent_info
         source = info.source_type
-        if source in PLUMBING_AGENTS or source is ChatAgent:
+        if source in PLUMBING_AGENTS or _is_chat(source):
             if parent is None:  # a run whose root flowra handles itself: the run still needs a frame
                 parent = Frame(None, run)
                 self.frame.set(parent)
@@ -153,7 +160,7 @@ class RuntimeTracing:
         telemetry = self.telemetry
         path = utf8_safe(safe_str(info.path))
         # A ChatAgent's TurnAgent child speaks for the chat: it takes the chat's name.
-        named = stack[-2].agent.path if len(stack) > 1 and stack[-2].agent.source_type is ChatAgent else info.path
+        named = stack[-2].agent.path if len(stack) > 1 and _is_chat(stack[-2].agent.source_type) else info.path
         name = utf8_safe(telemetry.options.resolve_agent_name(safe_str(named)))
         attrs: attributes.Attributes = {
             semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT,
@@ -179,6 +186,7 @@ class RuntimeTracing:
             start_ns=time.time_ns(),
             content=telemetry.options.content_renderer(MESSAGES) if run.content else None,
             metric_extra=run.state.metric_extra,
+            tool_loop=_flowra.is_tool_loop(info.source_type),
         )
         if first:
             run.state.root_started(agent.span)
@@ -212,7 +220,8 @@ class RuntimeTracing:
             request = span.request
             if scope is not None:
                 agent = scope.invocation
-                scope.settle(getattr(request, "messages", None))  # the results this call gives the model
+                # the results this call gives the model (and the tools it offers)
+                scope.settle(getattr(request, "messages", None), getattr(request, "tools", None))
                 agent.end_chat(withhold_output=scope.withhold_output)  # the previous call's hooks all ran
                 scope.withhold_output = False
                 run = scope.run
@@ -221,7 +230,7 @@ class RuntimeTracing:
                     agent.context,
                     request,
                     stamp=run.state.stamp(self.telemetry),
-                    streaming=_flowra.may_stream(self.runtime.hooks),
+                    streaming=_flowra.may_stream(self.runtime.hooks, event.context),
                     start_ns=start_ns,
                     content=agent.content,
                     agent_name=agent.name,
@@ -244,7 +253,7 @@ class RuntimeTracing:
                     parent if parent is not None else otel_context.get_current(),
                     request,
                     stamp=stamp,
-                    streaming=_flowra.may_stream(self.runtime.hooks),
+                    streaming=_flowra.may_stream(self.runtime.hooks, event.context),
                     start_ns=start_ns,
                     content=None,
                 )
@@ -272,11 +281,12 @@ class RuntimeTracing:
             agent.end_chat(withhold_output=scope.withhold_output)  # every BeforeToolCallEvent ran
             tool_use = span.tool_use
             call_id = safe_str(getattr(tool_use, "id", ""))
-            original, change = scope.announced.pop(call_id, (tool_use, None))
+            entry = take(scope.announced, call_id, lambda e: e[2] is tool_use)
+            original, change = (entry[0], entry[1]) if entry is not None else (tool_use, None)
             tool = self._tool(scope, original, tool_use, time.time_ns())
             if change is not None or tool.content is not None:
                 tool.called(change)
-            scope.running[call_id] = tool
+            scope.running.setdefault(call_id, []).append(tool)
             child = Frame(context_with(tool.span, agent.context), scope.run, tool=tool, parent=frame)
             self.frame.set(child)
             if frame.run.resume_frames:
@@ -299,7 +309,8 @@ class RuntimeTracing:
             stamp=scope.run.state.stamp(self.telemetry),
             start_ns=start_ns,
             content=agent.content,
-            offered=agent.tool_descriptions,
+            # None before the agent's first request: a call a resume reopened (named at settle)
+            offered=agent.tool_descriptions if agent.llm_calls else None,
             metric_extra=scope.run.state.metric_extra,
             shapes=agent.tool_shapes,
             extra=extra,
@@ -366,6 +377,8 @@ class RuntimeTracing:
             return
         call_id = safe_str(cut_off.id)
         tool = self._tool(scope, cut_off, cut_off, now, {semconv.FLOWRA_TOOL_CUT_OFF: True})
+        if tool.content is not None:
+            tool.called(None)  # the arguments as far as the model got (no hook sees this call)
         scope.awaiting.append(PendingResult(call_id, tool, None, None, now))
 
     def _tool_announced(
@@ -376,7 +389,10 @@ class RuntimeTracing:
             scope.withhold_output = True  # the step fails: its chat's output is not what ran
             return
         original = tracker.initial if tracker is not None else data.tool_use
-        scope.announced[safe_str(data.tool_use.id)] = (original, tracker.change if tracker is not None else None)
+        # A hook may leave anything there (flowra then fails the step on the missing id).
+        call_id = safe_str(getattr(data.tool_use, "id", ""))
+        change = tracker.change if tracker is not None else None
+        scope.announced.setdefault(call_id, []).append((original, change, data.tool_use))
         chat = scope.invocation.chat
         if chat is not None:  # the response's block -> the tool use that runs
             chat.tool_uses[id(original)] = data.tool_use
@@ -386,16 +402,20 @@ class RuntimeTracing:
     ) -> None:
         """``AfterToolCallEvent``: the result every hook left; recorded once the model is given it."""
         scope.invocation.end_chat(withhold_output=scope.withhold_output)  # a batch answered by hooks alone
-        call_id = safe_str(data.tool_use.id)
-        tool = scope.running.pop(call_id, None)
+        # flowra goes on with its own call, whatever a hook left in the event's tool_use
+        use = data.tool_use
+        call_id = safe_str(use.id if hasattr(use, "id") else getattr(data.result, "tool_use_id", ""))
+        tool = take(scope.running, call_id, lambda t: t.tool_use is use)  # the same object, unless copied
         now = time.time_ns()
-        end_ns = scope.ended_tools.pop(call_id, now)
+        end_ns = scope.ended_tools.pop(tool, now) if tool is not None else now
         if tool is None:
             if not data.prefilled and call_id not in scope.prefilled:
                 return
             tool = self._tool(
                 scope, data.tool_use, data.tool_use, scope.calls_ns or now, {semconv.FLOWRA_TOOL_PREFILLED: True}
             )
+            if tool.content is not None:
+                tool.called(None)  # a hook answered it: the arguments are the model's, as no hook saw them
         if exc is not None:
             tool.fail(exc)
             return
@@ -472,13 +492,27 @@ class _ToolExit:
             if tool is None:
                 return
             if error is not None:  # the tool raised: the call failed (the run fails with it)
-                self.scope.running.pop(self.call_id, None)
+                running = self.scope.running.get(self.call_id, [])
+                if tool in running:
+                    running.remove(tool)
                 reason, failure = _end_reason(error)
                 tool.fail(failure, reason=reason)
                 return
-            self.scope.ended_tools[self.call_id] = time.time_ns()  # the result is recorded later
+            self.scope.ended_tools[tool] = time.time_ns()  # the result is recorded later
         except Exception:
             logger.exception("flowra_otel: internal error ending a tool call's span; the agent is unaffected")
+
+
+def _replaced_root(run: RunScope) -> Frame:
+    """The parent of the agent ``GotoAgent`` puts in place of the run's root (the run goes on:
+    its state, conversation id and trace link): the run's caller, if it has a span; else the
+    replaced root (it has ended, but no span of the run is left open, and the run stays one
+    trace)."""
+    context = run.caller
+    root = run.state.root_span
+    if root is not None and (context is None or not get_current_span(context).get_span_context().is_valid):
+        context = context_with(root)
+    return Frame(context, run)
 
 
 def _end_reason(error: BaseException) -> tuple[str, BaseException | None]:
@@ -491,6 +525,12 @@ def _end_reason(error: BaseException) -> tuple[str, BaseException | None]:
     if isinstance(error, TimeoutError):
         return semconv.END_TIMED_OUT, error
     return semconv.END_ERROR, error
+
+
+def _is_chat(source: Any) -> bool:
+    """A ``ChatAgent`` or a subclass of it (an app's chat that registers its own hooks, say): its
+    ``TurnAgent`` child stands for it."""
+    return source is ChatAgent or (isinstance(source, type) and issubclass(source, ChatAgent))
 
 
 def _is_turn_result(result: Any) -> bool:

@@ -1,0 +1,124 @@
+"""flowra's own tracer records the raw tool result a hook redacted; flowra-otel records what the model got.
+
+One run, both tracers installed on the same runtime with content capture on: flowra's
+``flowra.ext.otel`` (``OTEL_TRACING.install(runtime, capture_content=True)``, which takes its
+tracer from the global tracer provider) and ``OtelHooks``. An ``AfterToolCallEvent`` hook
+registered on ``runtime.hooks`` masks the SSN and card number in ``lookup_customer``'s record
+before the model sees it. flowra's ``execute_tool`` span carries the record as the tool
+returned it (``ToolCallSpan.result``, read when the tool-call agent ends, before the hook runs);
+ours carries the masked record, exactly as the model was given it. The documentation cites this
+test for that difference.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+
+import pytest
+from flowra.agent import Event
+from flowra.ext.otel import OTEL_TRACING
+from flowra.lib.chat import ChatAgent, ChatResult, ChatSpec
+from flowra.lib.turn.hook_events import AfterToolCallEvent
+from flowra.llm import TextBlock, ToolResultBlock, UserMessage
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.util._once import Once
+
+from flowra_otel import OtelHooks
+from flowra_otel.core import semconv
+from flowra_otel.testing import assert_no_leak, find_leaks
+from tests.runtime_hooks.conftest import SpanLedger, assert_all_ended, traced, wrapped_result
+from tests.runtime_hooks.support import (
+    CARD,
+    SSN,
+    ScriptedProvider,
+    chat_runtime,
+    lookup_customer,
+    text_response,
+    tool_calls_response,
+)
+
+MakeHooks = Callable[..., OtelHooks]
+
+RECORD = f"Ada: SSN {SSN}, card {CARD}"
+MASKED_RECORD = "Ada: SSN [SSN], card [CARD]"
+
+
+def mask_record(event: Event[AfterToolCallEvent]) -> None:
+    """The redaction hook: the model must never see the SSN or the card number."""
+    result = event.data.result
+    blocks = [
+        dataclasses.replace(b, text=b.text.replace(SSN, "[SSN]").replace(CARD, "[CARD]"))
+        if isinstance(b, TextBlock)
+        else b
+        for b in result.content
+    ]
+    event.data.result = dataclasses.replace(result, content=blocks)
+
+
+@pytest.fixture
+def flowra_exporter(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
+    """Where ``flowra.ext.otel``'s spans go: a provider of their own, set as the global tracer
+    provider for this test only (OpenTelemetry lets a process set it once: the guard is reset
+    around the test, and the previous global comes back after it)."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER_SET_ONCE", Once())
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)
+    trace.set_tracer_provider(provider)
+    yield exporter
+    provider.shutdown()
+
+
+def the_tool_span(spans: tuple[ReadableSpan, ...]) -> ReadableSpan:
+    (span,) = [s for s in spans if s.name == "execute_tool lookup_customer"]
+    return span
+
+
+async def test_flowra_ext_otel_records_the_raw_result_beside_our_clean_trace_of_the_same_run(
+    make_otel_hooks: MakeHooks,
+    span_exporter: InMemorySpanExporter,
+    flowra_exporter: InMemorySpanExporter,
+    ledger: SpanLedger,
+) -> None:
+    provider = ScriptedProvider(tool_calls_response(("c1", "lookup_customer", {"name": "Ada"})), text_response("ok"))
+    runtime = traced(make_otel_hooks, chat_runtime(provider, lookup_customer), capture_content=True)
+    OTEL_TRACING.install(runtime, capture_content=True)
+    runtime.hooks.on(AfterToolCallEvent, mask_record)
+    result = await runtime.run(agent=ChatAgent, spec=ChatSpec.text("Look up Ada"))
+    assert isinstance(result, ChatResult) and result.response == "ok"
+
+    # The model was given the masked record.
+    (given,) = [
+        b
+        for m in provider.requests[1].messages
+        if isinstance(m, UserMessage)
+        for b in m.blocks
+        if isinstance(b, ToolResultBlock)
+    ]
+    assert given.text == MASKED_RECORD
+
+    # flowra.ext.otel: its execute_tool span carries the raw record, both secrets, and only there.
+    theirs = flowra_exporter.get_finished_spans()
+    their_tool = the_tool_span(theirs)
+    assert (their_tool.attributes or {})["gen_ai.tool.call.id"] == "c1"
+    assert (their_tool.attributes or {})["gen_ai.tool.call.result"] == RECORD
+    assert {(leak.secret_index, leak.span_name, leak.where) for leak in find_leaks(theirs, [SSN, CARD])} == {
+        (secret, "execute_tool lookup_customer", "attribute gen_ai.tool.call.result") for secret in (0, 1)
+    }
+
+    # flowra-otel, the same run: the masked record the model got, on the tool span and the next
+    # chat's input, the ledger naming the hook, and neither secret anywhere.
+    ours = span_exporter.get_finished_spans()
+    our_tool = the_tool_span(ours)
+    our_attrs = dict(our_tool.attributes or {})
+    assert our_attrs[semconv.GEN_AI_TOOL_CALL_ID] == "c1"
+    assert our_attrs[semconv.GEN_AI_TOOL_CALL_RESULT] == wrapped_result(MASKED_RECORD)
+    assert our_attrs["flowra.redaction.result.handlers"] == (f"{__name__}.mask_record",)
+    assert any(MASKED_RECORD in str((s.attributes or {}).get(semconv.GEN_AI_INPUT_MESSAGES, "")) for s in ours)
+    assert_no_leak(ours, [SSN, CARD])
+    assert_all_ended(ledger, span_exporter)

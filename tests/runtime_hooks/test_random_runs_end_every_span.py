@@ -1,0 +1,471 @@
+"""Property: whatever a seeded random run does on flowra 0.0.86+, every span ends, the trees are
+well formed, the run's result is the untraced run's, and no secret reaches a span.
+
+Each seed plans one to three concurrent runs (each on its own runtime, one ``OtelHooks``) from a
+random script: tool calls, parallel calls, tools that fail, provider errors (one whose ``__str__``
+raises), hooks that raise, interrupts, calls a hook answers itself (prefilled), calls the token
+limit cut off, an agent used as a tool (with tools of its own), and redaction hooks registered at
+a random point (a global hook before ``install``, one after it, an agent-scoped one, or a global
+and a scoped one together). Every random choice is made when the plan is built, never while it
+runs, so the same plan runs identically twice: first untraced (flowra's own ``emit``), then
+traced. After each seed:
+
+* every span started ended, was exported, and nothing the adapter attached is still current;
+* one trace per run, one root each (``invoke_agent``), every parent in its trace, parent kinds as
+  the conventions nest them (``chat`` and ``execute_tool`` under an agent, a nested agent under a
+  tool call or an agent), children inside their parent's time span, the run's conversation id on
+  every span of its trace;
+* each run's outcome (result or exception) and each request the models received are the
+  untraced run's;
+* with content capture on, neither secret a tool returns appears on any span;
+* neither flowra_otel, ``opentelemetry.context`` (autouse fixtures) nor flowra's span machinery
+  (``flowra_span_handlers_never_fail``) logged an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import random
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from flowra.agent import AgentRuntime, AgentStore, Event, Hooks, InterruptToken, ServiceLocator
+from flowra.lib.chat import ChatAgent, ChatConfig, ChatSpec
+from flowra.lib.turn.hook_events import AfterToolCallEvent, BeforeToolCallEvent, BeforeToolCallsEvent
+from flowra.llm import (
+    AssistantMessage,
+    LLMProvider,
+    LLMRequest,
+    LLMResponse,
+    StopReason,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    UserMessage,
+)
+from flowra.tools import ToolResult, tool
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from flowra_otel import OtelHooks
+from flowra_otel.adapters.runtime_hooks import emit_patch
+from flowra_otel.core import semconv
+from flowra_otel.testing import find_leaks
+from tests.runtime_hooks.conftest import SpanLedger, assert_all_ended
+from tests.runtime_hooks.support import (
+    CARD,
+    HAS_CALLS_EVENT,
+    SSN,
+    CityParams,
+    CustomerParams,
+    ResearcherAgent,
+    ResearcherSetup,
+    ResearchSpec,
+    SleepParams,
+    chat_runtime,
+    explode,
+    get_weather,
+    lookup_customer,
+    research_tool,
+    slow,
+    text_response,
+    usage,
+)
+
+SEEDS = 64
+SECRETS = (SSN, CARD)
+MASK = "[MASKED]"
+CUT_OFF = (StopReason.MAX_TOKENS, StopReason.STOP_SEQUENCE, StopReason.OTHER)
+
+
+@pytest.fixture(autouse=True)
+def flowra_span_handlers_never_fail(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """flowra logs (and swallows) what a span handler raises: an adapter bug there must fail too."""
+    caplog.set_level(logging.ERROR, logger="flowra.agent.flow.hooks")
+    yield
+    failed = [r for r in caplog.get_records("call") if r.name == "flowra.agent.flow.hooks" and r.levelno >= 40]
+    assert failed == [], [r.getMessage() for r in failed]
+
+
+# ------------------------------------------------------------------------------------ hostile pieces
+class UnprintableError(RuntimeError):
+    """A provider error whose ``__str__`` raises."""
+
+    def __str__(self) -> str:
+        raise ValueError("no message")
+
+
+class HookBoomError(RuntimeError):
+    """What a hook raises (flowra does not guard event handlers: the run fails)."""
+
+
+class RunHandle:
+    """A service: the runtime the ``interrupter`` tool stops (a plain class: a dataclass parameter
+    would be taken for the tool's input)."""
+
+    def __init__(self) -> None:
+        self.runtime: AgentRuntime | None = None
+
+
+@tool("interrupter")
+async def interrupter(params: CityParams, handle: RunHandle) -> str:
+    """Stops the run."""
+    assert handle.runtime is not None
+    handle.runtime.interrupt()
+    return "stopping"
+
+
+def scrub(text: str) -> str:
+    for secret in SECRETS:
+        text = text.replace(secret, MASK)
+    return text
+
+
+def masked(result: Any) -> Any:
+    blocks = [dataclasses.replace(b, text=scrub(b.text)) if isinstance(b, TextBlock) else b for b in result.content]
+    return dataclasses.replace(result, content=blocks)
+
+
+@dataclasses.dataclass(frozen=True)
+class HookPlan:
+    """What the app's hooks do, decided up front (by call id, never by timing)."""
+
+    raise_for: frozenset[str] = frozenset()
+    """``AfterToolCallEvent`` of these calls raises."""
+    prefill: frozenset[str] = frozenset()
+    """``BeforeToolCallsEvent`` answers these calls itself (a secret in the answer)."""
+
+    def mask_result(self, event: Event[AfterToolCallEvent]) -> None:
+        if event.data.tool_use.id in self.raise_for:
+            raise HookBoomError(f"hook failed on {event.data.tool_use.id}")
+        event.data.result = masked(event.data.result)
+
+    @staticmethod
+    def scrub_arguments(event: Event[BeforeToolCallEvent]) -> None:
+        use = event.data.tool_use
+        if isinstance(use.input, dict) and any(isinstance(v, str) and CARD in v for v in use.input.values()):
+            event.data.tool_use = dataclasses.replace(
+                use, input={k: scrub(v) if isinstance(v, str) else v for k, v in use.input.items()}
+            )
+
+    def answer(self, event: Event[Any]) -> None:
+        for use in event.data.tool_uses:
+            if use.id in self.prefill:
+                event.data.results[use.id] = ToolResult(content=f"cached: {use.name} says SSN {SSN}")
+
+
+class ScopedRedaction(ChatAgent):
+    """A chat whose own hooks redact (agent-scoped: they run after every global handler)."""
+
+    def __init__(
+        self,
+        store: AgentStore,
+        services: ServiceLocator,
+        config: ChatConfig,
+        hooks: Hooks,
+        interrupt: InterruptToken,
+        plan: HookPlan,
+    ) -> None:
+        super().__init__(store, services, config, hooks, interrupt)
+        hooks.on(BeforeToolCallEvent, plan.scrub_arguments)
+        hooks.on(AfterToolCallEvent, plan.mask_result)
+
+
+class ByQuestion(LLMProvider):
+    """The researcher's model: answers by the question it is asked (parallel researchers ask in
+    any order), each question from its own list; records every request."""
+
+    def __init__(self, scripts: dict[str, list[Any]]) -> None:
+        self.scripts = {question: list(steps) for question, steps in scripts.items()}
+        self.requests: list[LLMRequest] = []
+
+    async def call(self, request: LLMRequest) -> LLMResponse:
+        self.requests.append(request)
+        first = request.messages[0]
+        question = next(b.text for b in first.blocks if isinstance(b, TextBlock))
+        step = self.scripts[question].pop(0)
+        if isinstance(step, BaseException):
+            raise step
+        return step  # type: ignore[no-any-return]
+
+
+class Scripted(LLMProvider):
+    """The chat's model: answers in order; records every request."""
+
+    def __init__(self, steps: list[Any]) -> None:
+        self.steps = list(steps)
+        self.requests: list[LLMRequest] = []
+
+    async def call(self, request: LLMRequest) -> LLMResponse:
+        self.requests.append(request)
+        step = self.steps.pop(0) if self.steps else text_response("out of script")
+        if isinstance(step, BaseException):
+            raise step
+        return step
+
+
+# ------------------------------------------------------------------------------------ plans
+GLOBAL_BEFORE = "global hooks before install"
+GLOBAL_AFTER = "global hooks after install"
+SCOPED = "agent-scoped hooks"
+BOTH = "global (before install) and agent-scoped hooks"
+REGISTRATIONS = (GLOBAL_BEFORE, GLOBAL_AFTER, SCOPED, BOTH)
+
+
+@dataclasses.dataclass
+class Plan:
+    """One run, fully decided."""
+
+    run: int
+    steps: list[Any]
+    research: dict[str, list[Any]]
+    hooks: HookPlan
+    registration: str
+
+    @property
+    def card_given_unscrubbed(self) -> bool:
+        """A call with the card in its arguments that no ``BeforeToolCallEvent`` sees (answered by
+        a hook, or cut off): the scrubber never runs on it, so the model's own message keeps the
+        card, and the next request gives it back to the model. The card is then part of the
+        conversation, not a leak."""
+        for step in self.steps:
+            if isinstance(step, BaseException):
+                continue
+            uses = [b for b in step.messages[0].blocks if isinstance(b, ToolUseBlock)]
+            cut = uses[-1:] if step.stop_reason in CUT_OFF else []
+            if any(CARD in repr(u.input) for u in uses if u.id in self.hooks.prefill or u in cut):
+                return True
+        return False
+
+    def fresh(self) -> tuple[Scripted, ByQuestion]:
+        """New providers over copies of the scripts (the plan runs twice)."""
+        return Scripted(self.steps), ByQuestion(self.research)
+
+
+def _call(rng: random.Random, slot: str, research: dict[str, list[Any]]) -> tuple[str, str, dict[str, Any]]:
+    """One tool call; ``slot`` names it uniquely (its id may be shared: models repeat ids, or send "")."""
+    ident = rng.choice([slot] * 2 + ["dup", ""])
+    kind = rng.choice(["get_weather", "lookup_customer", "lookup_customer", "slow", "explode", "research"])
+    if kind == "lookup_customer":
+        # a card number in the arguments too: the argument scrubber's job
+        return ident, kind, {"name": rng.choice(["Ann", f"Bob {CARD}"])}
+    if kind == "slow":
+        return ident, kind, {"seconds": rng.choice([0.0, 0.002, 0.005])}
+    if kind == "research":
+        question = f"question {slot}"
+        research[question] = rng.choice(
+            [
+                [text_response(f"answer to {slot}")],
+                [text_response(f"answer to {slot}")],
+                [RuntimeError("researcher model down")],
+                [
+                    LLMResponse(
+                        messages=[
+                            AssistantMessage(
+                                blocks=[ToolUseBlock(id=f"{ident}-r", name="lookup_customer", input={"name": "Cy"})]
+                            )
+                        ],
+                        stop_reason=StopReason.TOOL_USE,
+                        usage=usage(),
+                    ),
+                    text_response(f"researched {slot}"),
+                ],
+            ]
+        )
+        return ident, kind, {"question": question}
+    return ident, kind, {"city": rng.choice(["Oslo", "Lima"])}
+
+
+def _plan(rng: random.Random, run: int) -> Plan:
+    steps: list[Any] = []
+    research: dict[str, list[Any]] = {}
+    raise_for: set[str] = set()
+    prefill: set[str] = set()
+    for iteration in range(rng.randint(0, 3)):
+        calls = [_call(rng, f"r{run}i{iteration}c{k}", research) for k in range(rng.choice([1, 1, 2, 3]))]
+        ids = [c[0] for c in calls]
+        if rng.random() < 0.08:
+            raise_for.add(rng.choice(ids))
+        if HAS_CALLS_EVENT and rng.random() < 0.25:
+            prefill.add(rng.choice(ids))
+        if rng.random() < 0.1:
+            calls.append((f"r{run}i{iteration}stop", "interrupter", {"city": "Oslo"}))
+        blocks: list[Any] = [ToolUseBlock(id=i, name=n, input=a) for i, n, a in calls]
+        stop = StopReason.TOOL_USE
+        if rng.random() < 0.15:  # the token limit cut the last call off
+            stop = rng.choice(CUT_OFF)
+        steps.append(LLMResponse(messages=[AssistantMessage(blocks=blocks)], stop_reason=stop, usage=usage()))
+        if rng.random() < 0.06:
+            steps.append(rng.choice([RuntimeError("provider down"), UnprintableError()]))
+            break
+    steps.append(text_response(f"done {run}", tokens=(rng.randint(0, 50), rng.randint(0, 50))))
+    return Plan(run, steps, research, HookPlan(frozenset(raise_for), frozenset(prefill)), rng.choice(REGISTRATIONS))
+
+
+# ------------------------------------------------------------------------------------ running a plan
+_ADDRESS = re.compile(r" at 0x[0-9a-f]+")
+
+
+def _normalised(text: str) -> str:
+    return _ADDRESS.sub(" at 0x?", text)
+
+
+def _register_global(runtime: AgentRuntime, plan: HookPlan) -> None:
+    runtime.hooks.on(BeforeToolCallEvent, plan.scrub_arguments)
+    runtime.hooks.on(AfterToolCallEvent, plan.mask_result)
+
+
+async def run_plan(plan: Plan, otel: OtelHooks | None) -> tuple[str, str]:
+    """(outcome, every request the two models received), as comparable text."""
+    provider, researcher = plan.fresh()
+    handle = RunHandle()
+    chat: type[ChatAgent] = ScopedRedaction if plan.registration in (SCOPED, BOTH) else ChatAgent
+    runtime = chat_runtime(
+        provider,
+        get_weather,
+        lookup_customer,
+        slow,
+        explode,
+        interrupter,
+        research_tool,
+        agents={"assistant": chat, "researcher": ResearcherAgent},
+        services={
+            ResearcherSetup: ResearcherSetup(provider=researcher, tools=(lookup_customer,)),
+            RunHandle: handle,
+            HookPlan: plan.hooks,
+        },
+    )
+    handle.runtime = runtime
+    if plan.registration in (GLOBAL_BEFORE, BOTH):
+        _register_global(runtime, plan.hooks)
+    if HAS_CALLS_EVENT:
+        runtime.hooks.on(BeforeToolCallsEvent, plan.hooks.answer)
+    if otel is not None:
+        otel.install(runtime)
+    if plan.registration == GLOBAL_AFTER:
+        _register_global(runtime, plan.hooks)
+    spec = ChatSpec.text(f"run {plan.run}", metadata={"conversation_id": f"conv-{plan.run}"})
+    try:
+        result = await runtime.run(agent=chat, spec=spec)
+        outcome = f"returned {result!r}"
+    except Exception as exc:
+        outcome = f"raised {type(exc).__qualname__}: {exc!r}"
+    return _normalised(outcome), _normalised(repr([provider.requests, researcher.requests]))
+
+
+# ------------------------------------------------------------------------------------ the checks
+def assert_well_formed(spans: tuple[ReadableSpan, ...], runs: int) -> None:
+    by_trace: dict[int, list[ReadableSpan]] = defaultdict(list)
+    for span in spans:
+        assert span.context is not None
+        by_trace[span.context.trace_id].append(span)
+    assert len(by_trace) == runs, "one trace per run"
+    for trace_spans in by_trace.values():
+        ids = {s.context.span_id: s for s in trace_spans if s.context is not None}
+        roots = [s for s in trace_spans if s.parent is None]
+        assert [r.name for r in roots] == ["invoke_agent assistant"], [r.name for r in roots]
+        conversations = {(s.attributes or {}).get(semconv.GEN_AI_CONVERSATION_ID) for s in trace_spans}
+        assert len(conversations) == 1 and None not in conversations, conversations
+        for span in trace_spans:
+            if span.parent is None:
+                continue
+            parent = ids.get(span.parent.span_id)
+            assert parent is not None, f"{span.name}: parent not in its trace"
+            allowed = {"invoke_agent", "execute_tool"} if span.name.startswith("invoke_agent") else {"invoke_agent"}
+            assert parent.name.split(" ")[0] in allowed, (span.name, parent.name)
+            assert parent.start_time is not None and parent.end_time is not None
+            assert span.start_time is not None and span.end_time is not None
+            assert parent.start_time <= span.start_time <= span.end_time <= parent.end_time, (span.name, parent.name)
+
+
+def _conversation(span: ReadableSpan) -> Any:
+    return (span.attributes or {}).get(semconv.GEN_AI_CONVERSATION_ID)
+
+
+@pytest.mark.parametrize("seed", range(SEEDS))
+async def test_random_runs_end_every_span_in_a_well_formed_tree(
+    seed: int, make_otel_hooks: Callable[..., OtelHooks], span_exporter: InMemorySpanExporter, ledger: SpanLedger
+) -> None:
+    rng = random.Random(seed)
+    capture = rng.random() < 0.75
+    plans = [_plan(random.Random(seed * 1000 + i), i) for i in range(rng.randint(1, 3))]
+
+    emit_patch.uninstall()  # the untraced runs: flowra's own emit, no tracing anywhere
+    bare = await asyncio.gather(*(run_plan(plan, None) for plan in plans))
+    otel = make_otel_hooks(capture_content=capture)
+    traced = await asyncio.gather(*(run_plan(plan, otel) for plan in plans))
+
+    assert_all_ended(ledger, span_exporter)
+    spans = span_exporter.get_finished_spans()
+    assert_well_formed(spans, len(plans))
+    for plan, (outcome, requests), (bare_outcome, bare_requests) in zip(plans, traced, bare, strict=True):
+        assert outcome == bare_outcome, f"run {plan.run} ({plan.registration}): outcome changed under tracing"
+        assert requests == bare_requests, f"run {plan.run} ({plan.registration}): the models were given other input"
+    for plan, (outcome, _) in zip(plans, traced, strict=True):
+        if outcome.startswith("returned ChatResult(status=<TurnStatus.COMPLETED"):
+            # a run that completed ended every span itself: none was closed by the run's end
+            run_spans = [s for s in spans if _conversation(s) == f"conv-{plan.run}"]
+            cut_short = [s.name for s in run_spans if semconv.FLOWRA_END_REASON in (s.attributes or {})]
+            assert cut_short == [], f"run {plan.run}: {cut_short}"
+    if capture:
+        for plan in plans:
+            run_spans = [s for s in spans if _conversation(s) == f"conv-{plan.run}"]
+            secrets = (SSN,) if plan.card_given_unscrubbed else SECRETS
+            leaks = find_leaks(run_spans, secrets)
+            assert leaks == [], [str(leak) for leak in leaks]
+
+
+def test_the_plans_cover_every_feature() -> None:
+    """The seeds above exercise every hostile piece at least once (a generator change that drops
+    one would silently weaken the property)."""
+    seen: set[str] = set()
+    for seed in range(SEEDS):
+        rng = random.Random(seed)
+        rng.random()
+        for i in range(rng.randint(1, 3)):
+            plan = _plan(random.Random(seed * 1000 + i), i)
+            seen.add(plan.registration)
+            seen.update(f"raise:{bool(plan.hooks.raise_for)}" for _ in (0,))
+            if plan.hooks.prefill:
+                seen.add("prefilled")
+            for step in plan.steps:
+                if isinstance(step, BaseException):
+                    seen.add(f"provider error {type(step).__name__}")
+                    continue
+                blocks = step.messages[0].blocks
+                uses = [b for b in blocks if isinstance(b, ToolUseBlock)]
+                if step.stop_reason in CUT_OFF and uses:
+                    seen.add("cut off")
+                if len(uses) > 1:
+                    seen.add("parallel")
+                ids = [u.id for u in uses]
+                if len(set(ids)) < len(ids):
+                    seen.add("calls sharing an id")
+                seen.update(f"tool {u.name}" for u in uses)
+            if any(isinstance(s, BaseException) for steps in plan.research.values() for s in steps):
+                seen.add("researcher error")
+            if any(len(steps) > 1 for steps in plan.research.values()):
+                seen.add("researcher tool call")
+    expected = {
+        *REGISTRATIONS,
+        "raise:True",
+        "prefilled",
+        "cut off",
+        "parallel",
+        "calls sharing an id",
+        "provider error RuntimeError",
+        "provider error UnprintableError",
+        "researcher error",
+        "researcher tool call",
+        *(f"tool {n}" for n in ("get_weather", "lookup_customer", "slow", "explode", "research", "interrupter")),
+    }
+    assert expected <= seen, expected - seen
+
+
+# Unused names kept for readers: the parameter types the tools above take.
+_ = (CustomerParams, SleepParams, ResearchSpec, ToolResultBlock, UserMessage)
