@@ -38,8 +38,11 @@ from flowra.llm import (
 from flowra.tools import ToolRegistry, tool
 
 FLOWRA_VERSION = importlib.metadata.version("flowra")
-HAS_CALLS_EVENT = hasattr(turn_events, "BeforeToolCallsEvent")
-"""0.0.92+: a hook can answer tool calls itself (``BeforeToolCallsEvent.results``)."""
+CALLS_EVENT: Any = getattr(turn_events, "BeforeToolCallsEvent", None)
+"""0.0.92+: a hook can answer tool calls itself (``BeforeToolCallsEvent.results``); None before."""
+HAS_CALLS_EVENT = CALLS_EVENT is not None
+HAS_RENDER = "render" in getattr(TurnConfig, "__dataclass_fields__", {})
+"""0.0.93: ``TurnConfig.render`` turns the stored conversation into what each call sends."""
 
 MODEL = "anthropic/sonnet-4-5"
 SYSTEM_PROMPT = "You are a helpful assistant."

@@ -41,7 +41,6 @@ from flowra.agent import (
 from flowra.lib.chat import ChatAgent, ChatConfig, ChatSpec
 from flowra.lib.turn import TurnAgent, TurnConfig, TurnResult, TurnSpec
 from flowra.lib.turn import hook_events as turn_events
-from flowra.lib.turn.config import Prompt
 from flowra.llm import LLMProvider, LLMRequest, LLMResponse, TextBlock, UserMessage
 from flowra.tools import tool
 from opentelemetry.sdk.trace import TracerProvider
@@ -55,6 +54,8 @@ from flowra_otel.core.chat_invocation import ChatInvocation
 from tests import span_tree
 from tests.runtime_hooks.conftest import SpanLedger, assert_all_ended, traced, wrapped_result
 from tests.runtime_hooks.support import (
+    FLOWRA_VERSION,
+    HAS_RENDER,
     SSN,
     CityParams,
     ResearchResult,
@@ -491,10 +492,11 @@ async def test_the_llm_call_limit_ends_the_turn_with_its_status_and_the_last_too
     assert_all_ended(ledger, span_exporter)
 
 
+@pytest.mark.skipif(not HAS_RENDER, reason=f"TurnConfig.render is flowra 0.0.93+; installed: {FLOWRA_VERSION}")
 async def test_a_raising_render_fails_the_turn_before_any_chat(
     make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter, ledger: SpanLedger
 ) -> None:
-    def render(prompt: Prompt) -> Prompt:
+    def render(prompt: Any) -> Any:
         raise RenderBoomError("template missing")
 
     provider = ScriptedProvider(text_response("never"))
