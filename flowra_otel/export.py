@@ -11,9 +11,12 @@ from .core.export import (
     resolve_metrics_exporters,
     resolve_otlp_protocol,
 )
+from .core.otlp_json_file import FLOWRA_OTEL_TRACES_FILE, OtlpJsonFileSpanExporter
 
 __all__ = [
     "DEFAULT_TIMEOUT_MILLIS",
+    "FLOWRA_OTEL_TRACES_FILE",
+    "OtlpJsonFileSpanExporter",
     "OtlpProtocol",
     "TelemetryHandles",
     "configure_telemetry",

@@ -12,15 +12,18 @@ imports only then.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Literal
 
+from opentelemetry._logs import LoggerProvider
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 from opentelemetry.util.types import AttributeValue
 
 from . import adapters
 from .core.content import DEFAULT_MAX_CONTENT_LENGTH, Redactor
+from .core.modes import ContentMode
 from .core.options import NameOverride, TraceOptions
 from .core.telemetry import Telemetry
 
@@ -36,8 +39,15 @@ class OtelHooks:
     Args:
         tracer_provider: where spans go; default the global tracer provider.
         meter_provider: where metrics go; default the global meter provider.
-        capture_content: record messages, tool arguments and results. ``None`` (default)
-            reads ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``; off unless opted in.
+        capture_content: record messages, tool arguments and results, and where: ``True`` (on
+            spans) or ``False``, or a content mode, ``"no_content"``, ``"span_only"``,
+            ``"event_only"`` (only in each model call's ``gen_ai.client.inference.operation.details``
+            event, a log record: no content on any span) or ``"span_and_event"`` (case-insensitive,
+            or a ``ContentMode``). ``None`` (default) reads
+            ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (the same names, or true/false);
+            off unless opted in.
+        logger_provider: where the details events go (modes with events); default the global
+            logger provider (``configure_telemetry`` sets one up when events are asked for).
         agent_name: override ``gen_ai.agent.name``, by the owning agent's flowra path
             (a mapping, or a callable returning a name or None).
         provider_name: override ``gen_ai.provider.name``, by the model string given to flowra.
@@ -54,7 +64,16 @@ class OtelHooks:
         conversation_id: ``gen_ai.conversation.id`` for every span of a run: a fixed string, or
             a function of the spec's ``metadata``; default: ``metadata["conversation_id"]``
             (or ``session_id`` / ``thread_id``) when the spec carries one.
-        attributes: extra attributes stamped on every span, nested agents' spans included.
+        user_id: ``user.id`` for every span of a run, the same way: a fixed string, or a
+            function of the spec's ``metadata`` (return None for none); default:
+            ``metadata["user_id"]`` when the spec carries one.
+        agent_version: ``gen_ai.agent.version`` of ``invoke_agent`` spans, by the agent's flowra
+            path (a mapping, or a callable returning a version or None); flowra's agents carry
+            no version of their own.
+        attributes: extra attributes stamped on every span, nested agents' spans included: str
+            keys outside ``gen_ai.``, ``flowra.`` and ``error.`` (the plugin's own), values every
+            exporter carries (str, bool, int within int64, finite float, or a list of one of
+            those types); anything else is refused here (``TypeError`` / ``ValueError``).
         metrics: record the GenAI metrics; False for spans only. ``None`` (default): on, unless
             ``OTEL_METRICS_EXPORTER=none``.
         metric_attributes_from_metadata: spec ``metadata`` keys (at most 8, low-cardinality,
@@ -63,12 +82,23 @@ class OtelHooks:
             ``invoke_agent`` spans (when content capture is on, same redaction) and a zero own
             token count, so Phoenix and Arize show each run's input and output and count each
             token once.
+        semconv_compat: also write the convention names the current target replaced, for
+            backends that still read them (``gen_ai.usage.cache_creation.input_tokens``, cache
+            counts on ``invoke_agent``, ``finish_reason`` in output messages). ``None`` (default):
+            on when ``OTEL_SEMCONV_STABILITY_OPT_IN`` holds ``gen_ai_latest_experimental/dup``.
+        content_upload: write each model call's content (as it would be recorded: redacted,
+            bounded) to a directory (a path or ``file://`` URL; with ``fsspec`` installed, any
+            fsspec URL) and put references on its span (``gen_ai.input.messages_ref`` ...),
+            whatever the content mode. ``False``: never. ``None`` (default):
+            ``OTEL_INSTRUMENTATION_GENAI_COMPLETION_HOOK=upload`` with
+            ``OTEL_INSTRUMENTATION_GENAI_UPLOAD_BASE_PATH``, as opentelemetry-util-genai reads them.
 
     Raises:
         UnsupportedFlowraError: the installed flowra is not a supported release (or is missing).
         TypeError: an option of the wrong type (an async callable included), at construction.
         ValueError: an option of the right type but a bad value (a length below 1, an HMAC key
-            under 16 bytes, an unknown secret pattern, bad or too many metric metadata keys).
+            under 16 bytes, an unknown secret pattern, bad or too many metric metadata keys, an
+            unknown content mode, an upload URL nothing can write to).
     """
 
     __slots__ = ("_adapter", "telemetry")
@@ -78,7 +108,8 @@ class OtelHooks:
         *,
         tracer_provider: TracerProvider | None = None,
         meter_provider: MeterProvider | None = None,
-        capture_content: bool | None = None,
+        capture_content: bool | str | ContentMode | None = None,
+        logger_provider: LoggerProvider | None = None,
         agent_name: NameOverride | None = None,
         provider_name: NameOverride | None = None,
         redact: Redactor | None = None,
@@ -90,6 +121,10 @@ class OtelHooks:
         metrics: bool | None = None,
         metric_attributes_from_metadata: Iterable[str] | None = None,
         openinference: bool = False,
+        semconv_compat: bool | None = None,
+        content_upload: str | os.PathLike[str] | Literal[False] | None = None,
+        user_id: str | Callable[[Mapping[str, Any]], str | None] | None = None,
+        agent_version: NameOverride | None = None,
     ) -> None:
         line = adapters.current()  # first: an unsupported flowra is the error to report
         self.telemetry = Telemetry.build(
@@ -107,6 +142,11 @@ class OtelHooks:
             metrics=metrics,
             metric_attributes_from_metadata=metric_attributes_from_metadata,
             openinference=openinference,
+            semconv_compat=semconv_compat,
+            logger_provider=logger_provider,
+            content_upload=content_upload,
+            user_id=user_id,
+            agent_version=agent_version,
         )
         self._adapter: Any = line.Adapter(self.telemetry)
 
@@ -114,6 +154,12 @@ class OtelHooks:
     def options(self) -> TraceOptions:
         """The validated options (frozen)."""
         return self.telemetry.options
+
+    def flush_uploads(self, timeout_s: float = 5.0) -> bool:
+        """Wait until the content written by reference (``content_upload``) is all written;
+        False when ``timeout_s`` ran out first. True when nothing is uploaded."""
+        uploader = self.telemetry.uploader
+        return True if uploader is None else uploader.flush(timeout_s)
 
     def install(self, runtime: Any) -> None:
         """Trace every agent run of ``runtime`` (a flowra ``AgentRuntime``), nested runs included.
@@ -148,7 +194,7 @@ class OtelHooks:
         return make(parent, agent_path=agent_path, agent_type=agent_type)
 
     def __repr__(self) -> str:
-        return f"OtelHooks(capture_content={self.options.capture_content})"
+        return f"OtelHooks(capture_content={self.options.content_mode.value!r})"
 
 
 __all__ = ["OtelHooks"]

@@ -24,7 +24,7 @@ from .chat_invocation import ChatInvocation, ChatShape
 from .content import ContentRenderer
 from .current_span import context_with
 from .errors import end_metric_error, record_end
-from .safety import guarded
+from .safety import guarded, internal_error, utf8_safe
 from .telemetry import Telemetry
 from .tool_invocation import ToolInvocation
 
@@ -51,6 +51,7 @@ class AgentInvocation:
         "node",
         "pending_tools",
         "provider_class",
+        "renderer",
         "span",
         "start_ns",
         "system_recorded",
@@ -81,7 +82,8 @@ class AgentInvocation:
         self.telemetry = telemetry
         self.tool_loop = tool_loop  # a tool loop (flowra's ToolLoopAgent / TurnAgent) counts iterations
         self.provider_class = provider_class  # the LLMProvider class its calls go to, read once
-        self.content = content  # the run's renderer when content capture is on
+        self.renderer = content  # the run's renderer when content goes anywhere (its chats use it)
+        self.content = content if telemetry.options.capture_content else None  # content on spans
         self.metric_extra = metric_extra  # the run's extra metric attributes (filled in as known)
         self.model_at_start = semconv.GEN_AI_REQUEST_MODEL in attrs  # from the agent's own config
         self.system_recorded = False
@@ -100,6 +102,10 @@ class AgentInvocation:
         self.tool_calls = 0
         self.usage: TokenUsage | None = None
         self.ended = False
+        if telemetry.options.agent_version is not None:
+            version = telemetry.options.resolve_agent_version(str(attrs.get(semconv.FLOWRA_AGENT_PATH, name)))
+            if version is not None:
+                attrs = {**attrs, semconv.GEN_AI_AGENT_VERSION: utf8_safe(version)}
         self.span = telemetry.tracer.start_span(
             f"{semconv.OP_INVOKE_AGENT} {name}" if name else semconv.OP_INVOKE_AGENT,
             context=parent,
@@ -229,7 +235,7 @@ class AgentInvocation:
                     guarded(tool.fail, error, reason=child_reason, end_ns=end_ns)
             self._apply_finish(error, reason, result)
         except Exception:
-            logger.exception("flowra_otel: could not record the end of an invoke_agent span; it still ends")
+            internal_error("flowra_otel: could not record the end of an invoke_agent span; it still ends")
         finally:
             self.span.end(end_time=end_ns)
         if self.telemetry.instruments.enabled:
@@ -241,8 +247,10 @@ class AgentInvocation:
             return
         result_usage = TokenUsage.of(getattr(result, "usage", None)) if result is not None else None
         usage = result_usage or self.usage
-        if usage is not None:
-            span.set_attributes(attributes.usage_attributes(usage))
+        if usage is not None:  # totals only: no cache counts on the internal agent span (#469)
+            span.set_attributes(
+                attributes.usage_attributes(usage, cache=False, legacy=self.telemetry.options.semconv_compat)
+            )
         if result is not None:
             span.set_attributes(
                 attributes.loop_result_attributes(getattr(result, "status", None), getattr(result, "stop_reason", None))
@@ -267,7 +275,9 @@ class AgentInvocation:
         message = getattr(result, "result_message", None)
         if content is None or message is None:
             return
-        finish = attributes.finish_reason(getattr(result, "stop_reason", None) or "end_turn")
+        finish = None  # #363: in gen_ai.response.finish_reasons; in the message for old readers only
+        if self.telemetry.options.finish_reason_in_messages:
+            finish = attributes.finish_reason(getattr(result, "stop_reason", None) or "end_turn")
         rendered = content.output_messages(message, finish)
         self.span.set_attribute(semconv.GEN_AI_OUTPUT_MESSAGES, rendered)
         if self.telemetry.options.openinference:
@@ -288,4 +298,4 @@ class AgentInvocation:
                 tool_calls=self.tool_calls,
             )
         except Exception:
-            logger.exception("flowra_otel: could not record the metrics of an invoke_agent span")
+            internal_error("flowra_otel: could not record the metrics of an invoke_agent span")

@@ -9,6 +9,8 @@ requests, responses and usage objects of both flowra API lines have these fields
 from __future__ import annotations
 
 import enum
+import math
+import sys
 from typing import Any, Final
 
 from opentelemetry.util.types import AttributeValue
@@ -66,19 +68,20 @@ class TokenUsage:
     """A call's (or a run's) usage in semconv terms, read once from flowra's ``Usage``.
 
     flowra counts each token once (``input_tokens`` excludes cached ones); the conventions want
-    input tokens to include cache reads and writes, with those two reported again as subsets.
+    input tokens to include cache reads and writes, with those two reported again as subsets
+    (``cache_write`` is flowra's ``cache_creation_input_tokens``).
     Every field is read through ``safety``: a usage object with odd values (None, strings, NaN,
     negative counts) costs its numbers, never the span; counts (and their sums) are capped to
     int64, which OTLP can carry.
     """
 
-    __slots__ = ("cache_creation", "cache_read", "cost_usd", "input", "output")
+    __slots__ = ("cache_read", "cache_write", "cost_usd", "input", "output")
 
     def __init__(self) -> None:
         self.input = 0
         self.output = 0
         self.cache_read = 0
-        self.cache_creation = 0
+        self.cache_write = 0
         self.cost_usd: float | None = None
 
     @classmethod
@@ -99,7 +102,7 @@ class TokenUsage:
         output = getattr(usage, "output_tokens", 0)
         totals.output = output if type(output) is int and 0 <= output <= INT64_MAX else token_count(output)
         totals.cache_read = cache_read
-        totals.cache_creation = cache_creation
+        totals.cache_write = cache_creation
         totals.input = min(input_tokens + cache_read + cache_creation, INT64_MAX)
         cost = getattr(usage, "cost_usd", None)
         totals.cost_usd = None if cost is None else safe_float(cost)
@@ -109,9 +112,10 @@ class TokenUsage:
         self.input = min(self.input + other.input, INT64_MAX)
         self.output = min(self.output + other.output, INT64_MAX)
         self.cache_read = min(self.cache_read + other.cache_read, INT64_MAX)
-        self.cache_creation = min(self.cache_creation + other.cache_creation, INT64_MAX)
-        if other.cost_usd is not None:
-            self.cost_usd = other.cost_usd + (self.cost_usd or 0.0)
+        self.cache_write = min(self.cache_write + other.cache_write, INT64_MAX)
+        if other.cost_usd is not None:  # a finite sum, as every cost is (an overflow: the largest float)
+            total = other.cost_usd + (self.cost_usd or 0.0)
+            self.cost_usd = total if math.isfinite(total) else math.copysign(sys.float_info.max, total)
 
 
 def token_count(value: object) -> int:
@@ -122,29 +126,38 @@ def token_count(value: object) -> int:
     return count if count >= 0 else 0
 
 
-def usage_attributes(usage: TokenUsage) -> Attributes:
+def usage_attributes(usage: TokenUsage, *, cache: bool = True, legacy: bool = False) -> Attributes:
     """Usage under the ``gen_ai.usage.*`` keys: a call's on ``chat``, the run's on ``invoke_agent``
-    (the conventions put both there; a backend that sums model spans counts each token once)."""
+    (the conventions put both there; a backend that sums model spans counts each token once).
+
+    ``cache``: the cache read and write counts too (``chat``; since #469 not the internal
+    ``invoke_agent`` span, which keeps the totals only). ``legacy`` (compatibility mode): also the
+    names and places of the conventions before #440 / #469: ``cache_creation`` beside
+    ``cache_write``, and the cache counts on ``invoke_agent`` under their old names."""
     attrs: Attributes = {
         semconv.GEN_AI_USAGE_INPUT_TOKENS: usage.input,
         semconv.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output,
     }
-    if usage.cache_read:
-        attrs[semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = usage.cache_read
-    if usage.cache_creation:
-        attrs[semconv.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_creation
+    if cache or legacy:
+        if usage.cache_read:
+            attrs[semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = usage.cache_read
+        if usage.cache_write:
+            if cache:
+                attrs[semconv.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS] = usage.cache_write
+            if legacy:
+                attrs[semconv.LEGACY_GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_write
     if usage.cost_usd is not None:
         attrs[semconv.FLOWRA_USAGE_COST_USD] = usage.cost_usd
     return attrs
 
 
-def chat_response_attributes(response: Any, usage: TokenUsage | None) -> Attributes:
+def chat_response_attributes(response: Any, usage: TokenUsage | None, *, legacy: bool = False) -> Attributes:
     attrs: Attributes = {semconv.GEN_AI_RESPONSE_FINISH_REASONS: [finish_reason(response.stop_reason)]}
     model = getattr(response, "model", None)  # flowra 0.0.82+: the model that served the call
     if type(model) is str and model:
         attrs[semconv.GEN_AI_RESPONSE_MODEL] = utf8_safe(model)
     if usage is not None:
-        attrs.update(usage_attributes(usage))
+        attrs.update(usage_attributes(usage, legacy=legacy))
     return attrs
 
 

@@ -28,15 +28,20 @@ Input, detected from the content (never from the file name):
 An input that yields no span at all is an error (exit 2), never "clean": an audit of nothing
 proves nothing.
 
-Checked, on every span: its name, attribute values (strings, and strings inside arrays), event
-names and attributes, link attributes and the status message. A string that is itself JSON
+Checked, on every span: its name, attribute keys and values of every type as text (strings,
+numbers, booleans, bytes and what they encode, arrays and key-value lists, walked), event names and
+attributes, link attributes and trace state, the status message, and the resource (OTLP
+``resource`` attributes, Jaeger process tags) and instrumentation scope (name, version, attributes)
+that made it, each once. A string that is itself JSON
 (``gen_ai.input.messages``...) is also decoded, and text that is cut (a truncated attribute) is
 JSON-unescaped, so a secret escaped inside either is still found (``flowra_otel.secret_scan``).
 What is looked for: the plugin's built-in secret patterns
 (``flowra_otel.content.BUILTIN_SECRET_PATTERNS``: API keys, bearer tokens, e-mail addresses, card
 numbers) unless ``--no-builtin-patterns``, and every exact string given with ``--secret`` or in
 ``--secrets-file`` (one per line; blank lines and lines starting with ``#`` are skipped). Matches
-are printed masked, so the report itself does not spread the secret.
+are printed masked, and so is every value the report prints (tool names, call ids, agent names,
+ledger values, span names) wherever a secret or a pattern matches in it: the report itself never
+spreads a secret.
 
 Exit status: 0 nothing found, 1 at least one leak, 2 the input could not be read or understood, or
 held no span (one line on stderr says why).
@@ -130,6 +135,11 @@ class AuditSpan:
     """``UNSET``, ``OK`` or ``ERROR``."""
     status_message: str = ""
     service_name: str | None = None
+    resource_attributes: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    """The attributes of the resource that made the span (OTLP ``resource``, Jaeger process tags):
+    shared, by identity, with the other spans of that resource, and checked once per resource."""
+    scope: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    """The instrumentation scope: its ``name``, ``version`` and ``attributes`` (checked once per scope)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -319,22 +329,32 @@ def _otlp_spans(at: str, document: dict[str, Any]) -> Iterator[AuditSpan]:
         scopes = _first(rs, "scopeSpans", "scope_spans", "instrumentationLibrarySpans")
         for j, scope_spans in enumerate(_list(at, f"resourceSpans[{i}].scopeSpans", scopes)):
             ss = _object(at, f"resourceSpans[{i}].scopeSpans[{j}]", scope_spans)
+            raw_scope = _first(ss, "scope", "instrumentationLibrary") or {}
+            scope = _object(at, f"resourceSpans[{i}].scopeSpans[{j}].scope", raw_scope)
+            scope_info = {
+                "name": _text(scope.get("name")),
+                "version": _text(scope.get("version")),
+                "attributes": _otlp_attributes(at, scope.get("attributes")),
+            }
             for k, raw in enumerate(_list(at, f"resourceSpans[{i}].scopeSpans[{j}].spans", ss.get("spans"))):
                 span = _object(at, f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]", raw)
-                yield _otlp_span(at, span, str(service) if service is not None else None)
+                yield _otlp_span(at, span, str(service) if service is not None else None, resource_attrs, scope_info)
 
 
-def _otlp_span(at: str, span: dict[str, Any], service: str | None) -> AuditSpan:
+def _otlp_span(
+    at: str,
+    span: dict[str, Any],
+    service: str | None,
+    resource: Mapping[str, Any] | None = None,
+    scope: Mapping[str, Any] | None = None,
+) -> AuditSpan:
     status = span.get("status") or {}
     code = status.get("code", 0) if isinstance(status, dict) else 0
     events = tuple(
         SpanEvent(_text(ev.get("name")), _otlp_attributes(at, ev.get("attributes")))
         for ev in (_object(at, "event", e) for e in _list(at, "events", span.get("events")))
     )
-    links = tuple(
-        _otlp_attributes(at, _object(at, "link", link).get("attributes"))
-        for link in _list(at, "links", span.get("links"))
-    )
+    links = tuple(_link_values(at, _object(at, "link", link)) for link in _list(at, "links", span.get("links")))
     return AuditSpan(
         trace_id=_span_id(_first(span, "traceId", "trace_id")) or "",
         span_id=_span_id(_first(span, "spanId", "span_id")) or "",
@@ -346,7 +366,18 @@ def _otlp_span(at: str, span: dict[str, Any], service: str | None) -> AuditSpan:
         status_code=_status_name(code),
         status_message=_text(status.get("message")) if isinstance(status, dict) else "",
         service_name=service,
+        resource_attributes=resource if resource is not None else {},
+        scope=scope if scope is not None else {},
     )
+
+
+def _link_values(at: str, link: dict[str, Any]) -> dict[str, Any]:
+    """A link's attributes, and its ``traceState`` (free text a producer may fill) when set."""
+    values = _otlp_attributes(at, link.get("attributes"))
+    state = _first(link, "traceState", "trace_state")
+    if state:
+        values = {**values, "(trace state)": _text(state)}
+    return values
 
 
 def _otlp_attributes(at: str, raw: Any) -> dict[str, Any]:
@@ -388,6 +419,16 @@ def _array_value(raw: Any) -> list[Any]:
     return [_any_value(v) for v in values] if isinstance(values, list) else []
 
 
+def _bytes_value(raw: Any) -> Any:
+    """A ``bytesValue`` (base64 in JSON): its text as exported, and the text it encodes."""
+    text = _text(raw)
+    try:
+        decoded = base64.b64decode(text, validate=True).decode("utf-8", "replace")
+    except (binascii.Error, ValueError):
+        return text
+    return [text, decoded]
+
+
 def _kvlist_value(raw: Any) -> dict[str, Any]:
     values = raw.get("values", []) if isinstance(raw, dict) else []
     if not isinstance(values, list):
@@ -408,8 +449,8 @@ _ANY_VALUE_FIELDS: Final = (
     ("array_value", _array_value),
     ("kvlistValue", _kvlist_value),
     ("kvlist_value", _kvlist_value),
-    ("bytesValue", str),
-    ("bytes_value", str),
+    ("bytesValue", _bytes_value),
+    ("bytes_value", _bytes_value),
 )
 
 
@@ -427,14 +468,30 @@ def _jaeger_trace_spans(at: str, what: str, trace: dict[str, Any]) -> Iterator[A
     processes = trace.get("processes") or {}
     if not isinstance(processes, dict):
         raise AuditInputError(f"{at}{what}.processes is {_json_type(processes)}, expected an object")
+    resources: dict[int, dict[str, Any]] = {}  # one dict per process: checked once, whatever its spans
     for k, raw in enumerate(_list(at, f"{what}.spans", trace.get("spans"))):
         span = _object(at, f"{what}.spans[{k}]", raw)
         process = processes.get(span.get("processID")) or span.get("process") or {}
         service = process.get("serviceName") if isinstance(process, dict) else None
-        yield _jaeger_span(at, span, trace.get("traceID"), service)
+        resource = resources.get(id(process))
+        if resource is None:
+            resource = resources[id(process)] = _jaeger_process(at, process)
+        yield _jaeger_span(at, span, trace.get("traceID"), service, resource)
 
 
-def _jaeger_span(at: str, span: dict[str, Any], trace_id: Any, service: Any) -> AuditSpan:
+def _jaeger_process(at: str, process: Any) -> dict[str, Any]:
+    """A Jaeger process as resource attributes: its tags, and its service name."""
+    if not isinstance(process, dict):
+        return {}
+    attributes = _jaeger_tags(at, process.get("tags"))
+    if process.get("serviceName") is not None:
+        attributes.setdefault("service.name", process["serviceName"])
+    return attributes
+
+
+def _jaeger_span(
+    at: str, span: dict[str, Any], trace_id: Any, service: Any, resource: Mapping[str, Any] | None = None
+) -> AuditSpan:
     tags = _jaeger_tags(at, span.get("tags"))
     parent: str | None = None
     for ref in _list(at, "references", span.get("references")):
@@ -460,6 +517,8 @@ def _jaeger_span(at: str, span: dict[str, Any], trace_id: Any, service: Any) -> 
         status_code=code if code in ("OK", "ERROR") else "UNSET",
         status_message=_text(tags.get("otel.status_description")),
         service_name=str(service) if service is not None else None,
+        resource_attributes=resource if resource is not None else {},
+        scope={k: v for k, v in tags.items() if k in _JAEGER_META_TAGS and k != "span.kind"},
     )
 
 
@@ -565,22 +624,71 @@ def _span_id(value: Any) -> str | None:
 def audit_spans(
     spans: Iterable[AuditSpan], *, secrets: Sequence[str] = (), builtin_patterns: bool = True
 ) -> tuple[list[ToolCall], list[Leak]]:
-    """The tool calls (``execute_tool`` spans, with their ledger) and the leaks among ``spans``."""
+    """The tool calls (``execute_tool`` spans, with their ledger) and the leaks among ``spans``.
+
+    Every value is checked as text (numbers and booleans too: a secret card number exported as
+    an ``intValue``), the span's resource and scope included (once each, reported with the first
+    of their spans); values the report prints (tool names, ids, ledger values, span names) are
+    masked wherever a secret or a pattern matches in them, so the report never spreads one."""
     patterns = [(n, re.compile(p)) for n, p in BUILTIN_SECRET_PATTERNS.items()] if builtin_patterns else []
     needles = [s for s in dict.fromkeys(secrets) if s]
     tool_calls: list[ToolCall] = []
     leaks: list[Leak] = []
+    checked: set[int] = set()  # the resources and scopes already checked (shared dicts, by identity)
     for span in spans:
         if span.attributes.get(semconv.GEN_AI_OPERATION_NAME) == semconv.OP_EXECUTE_TOOL:
-            tool_calls.append(_tool_call(span))
+            tool_calls.append(_masked_call(_tool_call(span), needles, patterns))
         seen: set[tuple[str, str]] = set()
-        for where, text in _span_texts(span):
+        name = _masked(span.name, needles, patterns)
+        for where, text in _span_texts(span, checked):
             for finding in scan_text(text, secrets=needles, patterns=patterns):
                 if (where, finding.kind) in seen:
                     continue
                 seen.add((where, finding.kind))
-                leaks.append(Leak(span.trace_id, span.span_id, span.name, where, finding.kind, _mask(finding.match)))
+                where_shown = _masked(where, needles, patterns)
+                leaks.append(Leak(span.trace_id, span.span_id, name, where_shown, finding.kind, _mask(finding.match)))
     return tool_calls, leaks
+
+
+def _masked(text: str, needles: Sequence[str], patterns: Sequence[tuple[str, re.Pattern[str]]]) -> str:
+    """``text`` as the report may print it: each given secret and each pattern match masked."""
+    for needle in needles:
+        if needle in text:
+            text = text.replace(needle, _mask(needle))
+    for _, pattern in patterns:
+        text = pattern.sub(lambda m: _mask(m.group(0)), text)
+    return text
+
+
+def _masked_value(value: Any, needles: Sequence[str], patterns: Sequence[tuple[str, re.Pattern[str]]]) -> Any:
+    if isinstance(value, str):
+        return _masked(value, needles, patterns)
+    if isinstance(value, list | tuple):
+        return [_masked_value(v, needles, patterns) for v in value]
+    if isinstance(value, Mapping):
+        return {_masked(str(k), needles, patterns): _masked_value(v, needles, patterns) for k, v in value.items()}
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int | float):
+        text = _scalar_text(value)
+        shown = _masked(text, needles, patterns)
+        return value if shown == text else shown
+    return value
+
+
+def _masked_call(call: ToolCall, needles: Sequence[str], patterns: Sequence[tuple[str, re.Pattern[str]]]) -> ToolCall:
+    def mask(text: str | None) -> str | None:
+        return None if text is None else _masked(text, needles, patterns)
+
+    return dataclasses.replace(
+        call,
+        tool_name=_masked(call.tool_name, needles, patterns),
+        call_id=mask(call.call_id),
+        error_type=mask(call.error_type),
+        end_reason=mask(call.end_reason),
+        agent_name=mask(call.agent_name),
+        ledger={_masked(k, needles, patterns): _masked_value(v, needles, patterns) for k, v in call.ledger.items()},
+    )
 
 
 def _tool_call(span: AuditSpan) -> ToolCall:
@@ -616,28 +724,44 @@ def _ledger_value(value: Any) -> Any:
     return value
 
 
-def _span_texts(span: AuditSpan) -> Iterator[tuple[str, str]]:
-    """(where, text) for every string a span carries (`scan_text` looks inside encoded ones)."""
+def _span_texts(span: AuditSpan, checked: set[int] | None = None) -> Iterator[tuple[str, str]]:
+    """(where, text) for every value a span carries, as text (`scan_text` looks inside encoded
+    ones): name, attributes (keys too), events, links, status, and its resource and scope the
+    first time they are seen (``checked``: the ids of those already seen)."""
     yield "span name", span.name
-    for key, value in span.attributes.items():
-        for text in _strings(value):
-            yield f"attribute {key}", text
+    yield from _attribute_texts("attribute", span.attributes)
     for event in span.events:
         yield f"event {event.name}", event.name
-        for key, value in event.attributes.items():
-            for text in _strings(value):
-                yield f"event {event.name} attribute {key}", text
+        yield from _attribute_texts(f"event {event.name} attribute", event.attributes)
     for link in span.link_attributes:
-        for key, value in link.items():
-            for text in _strings(value):
-                yield f"link attribute {key}", text
+        yield from _attribute_texts("link attribute", link)
     if span.status_message:
         yield "status message", span.status_message
+    seen = checked if checked is not None else set()
+    if span.resource_attributes and id(span.resource_attributes) not in seen:
+        seen.add(id(span.resource_attributes))
+        yield from _attribute_texts("resource attribute", span.resource_attributes)
+    if span.scope and id(span.scope) not in seen:
+        seen.add(id(span.scope))
+        for key, value in span.scope.items():
+            if key == "attributes" and isinstance(value, Mapping):
+                yield from _attribute_texts("scope attribute", value)
+            else:
+                for text in _strings(value):
+                    yield f"scope {key}", text
+
+
+def _attribute_texts(where: str, attributes: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    for key, value in attributes.items():
+        yield f"{where} key", str(key)
+        for text in _strings(value):
+            yield f"{where} {key}", text
 
 
 def _strings(value: Any) -> Iterator[str]:
-    """The strings in a value as a backend returned it (nested objects and arrays walked; explicit
-    nulls, numbers and booleans carry no text). Encoded text inside is `scan_text`'s business."""
+    """Every value, as text, in a value as a backend returned it (nested objects and arrays
+    walked, keys included; numbers and booleans as their text; explicit nulls carry nothing).
+    Encoded text inside is `scan_text`'s business."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, Mapping):
@@ -647,6 +771,17 @@ def _strings(value: Any) -> Iterator[str]:
     elif isinstance(value, list | tuple):
         for item in value:
             yield from _strings(item)
+    elif value is not None:
+        yield _scalar_text(value)
+
+
+def _scalar_text(value: Any) -> str:
+    """A number or boolean as the text a secret would be compared with (``true``, ``42``, ``1.5``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer() and math.isfinite(value):
+        return str(int(value))  # a card number exported as a double: 4111111111111111.0
+    return str(value)
 
 
 def _mask(secret: str) -> str:

@@ -16,6 +16,7 @@ nothing is scrubbed twice.
 from __future__ import annotations
 
 import base64
+import codecs
 import dataclasses
 import json
 import math
@@ -45,10 +46,13 @@ USEFUL_LEAF: Final = 64
 MEMO_FROM: Final = 4_096
 """Strings at least this long are remembered by identity for the run (``MEMO_SIZE`` of them)."""
 MEMO_SIZE: Final = 32
+_MAX_WINDOWS: Final = 8
+"""A leaf cut to the budget is scrubbed over at most this many budgets (plus margins) of its head."""
 WORK_FACTOR: Final = 4
 """A tree stops growing after ``WORK_FACTOR * budget`` characters: ``fit`` only ever removes."""
 
 _SURROGATES: Final = re.compile("[\ud800-\udfff]")
+_UTF8_DECODER: Final = codecs.getincrementaldecoder("utf-8")
 
 
 class Blob(bytes):
@@ -56,6 +60,27 @@ class Blob(bytes):
     ``blob`` parts of a message, and not scrubbed (binary media is not text)."""
 
     __slots__ = ()
+
+
+class TextBlob(Blob):
+    """Media whose bytes are text (``text/*``, JSON, XML, YAML, CSV: ``textual_media``): recorded as
+    base64 too, but of the text scrubbed like any other leaf."""
+
+    __slots__ = ()
+
+
+_TEXT_SUBTYPES: Final = frozenset({"json", "xml", "yaml", "x-yaml", "csv", "javascript", "x-ndjson", "sql"})
+
+
+def textual_media(media_type: object) -> bool:
+    """Whether a MIME type names text (``text/plain``, ``application/json``, ``…+xml``): its bytes
+    are content to scrub, not opaque media."""
+    if not isinstance(media_type, str):
+        return False
+    kind, _, subtype = media_type.partition(";")[0].strip().lower().partition("/")
+    if kind == "text":
+        return True
+    return kind == "application" and (subtype in _TEXT_SUBTYPES or subtype.endswith(("+json", "+xml", "+yaml")))
 
 
 type Scrub = Callable[[str], str]
@@ -161,14 +186,36 @@ class Walk:
         return value
 
     def _string(self, text: str, total: int) -> str | Cut:
+        """``text`` (``total`` characters long, or the head of a value that long) scrubbed and
+        bounded. Cut first, then scrub: a 10 MB leaf costs what its kept part costs."""
         cap = self.cap
-        # Cut first (with a margin), then scrub: a 10 MB leaf costs what its kept part costs.
-        cleaned = self.clean(text if cap is None or total <= cap else text[: cap + SCRUB_MARGIN])
-        if cap is not None and len(cleaned) > cap:
-            self.spent += cap
-            return Cut(cleaned[:cap], max(total, len(cleaned)))
-        self.spent += len(cleaned)
-        return cleaned
+        if cap is None or (total <= cap and len(text) >= total):
+            cleaned = self.clean(text)
+            self.spent += len(cleaned)
+            return cleaned
+        # Scrubbed over a margin beyond the cut, so a secret straddling the cut is matched whole.
+        # What the scrubber made of the margin's end is never kept: a secret that straddles the
+        # end of the scrubbed window is still raw there (and a scrubber that shortens the text
+        # would otherwise pull it inside the cut): the window grows instead, a few times at most.
+        window = cap + SCRUB_MARGIN
+        while True:
+            cleaned = self.clean(text[:window])
+            if cleaned is REDACTION_FAILED:
+                self.spent += len(cleaned)
+                return cleaned
+            whole = window >= len(text) and len(text) >= total  # the whole value was scrubbed
+            if whole:
+                kept = cleaned
+                break
+            if len(cleaned) >= cap + SCRUB_MARGIN or window >= _MAX_WINDOWS * (cap + SCRUB_MARGIN):
+                kept = cleaned[: max(0, len(cleaned) - SCRUB_MARGIN)]
+                break
+            window *= 2
+        if whole and len(kept) <= cap:
+            self.spent += len(kept)
+            return kept
+        self.spent += cap
+        return Cut(kept[:cap], max(total, len(cleaned)))
 
     def key(self, key: object) -> str:
         """Dict keys are content too (``{"alice@example.com": 3}``): scrubbed, and cut when huge."""
@@ -196,8 +243,50 @@ class Walk:
             return value
         return cleaned
 
+    def data(self, data: bytes) -> str | Cut:
+        """Bytes that are not media (a tool's raw output, a key read from a file) are a leaf like
+        any other, scrubbed: UTF-8 text is recorded as that text; anything else as base64, whose
+        text goes through the scrubber too. Decoded or encoded only as far as the budget keeps."""
+        size = len(data)
+        chars = None if self.cap is None else _MAX_WINDOWS * (self.cap + SCRUB_MARGIN)  # scrubbed at most
+        whole = chars is None or size <= 4 * chars  # at most 4 bytes a character
+        try:
+            if whole:
+                decoded = data.decode("utf-8")
+                return self._string(decoded, len(decoded))
+            assert chars is not None
+            head = _UTF8_DECODER(errors="strict").decode(data[: 4 * chars], final=False)
+        except UnicodeDecodeError:
+            total = 4 * ((size + 2) // 3)
+            chunk = data if chars is None or total <= chars else data[: chars // 4 * 3 + 3]
+            return self._string(base64.b64encode(chunk).decode("ascii"), total)
+        return self._string(head, size)  # ``size`` bytes: at most that many characters
+
+    def media(self, data: bytes, *, textual: bool) -> str | Cut:
+        """A media part's data as base64: of the text, scrubbed, when the media is text
+        (``textual_media``) and decodes as UTF-8; else of the bytes as they are (``binary``)."""
+        if not textual or self.scrub is None:
+            return self.binary(data)
+        size = len(data)
+        chars = None if self.cap is None else _MAX_WINDOWS * (self.cap + SCRUB_MARGIN)
+        whole = chars is None or size <= 4 * chars
+        try:
+            if whole:
+                text = data.decode("utf-8")
+            else:
+                assert chars is not None
+                text = _UTF8_DECODER(errors="strict").decode(data[: 4 * chars], final=False)
+        except UnicodeDecodeError:
+            return self.data(data)  # not text after all: base64, scrubbed as text
+        value = self._string(text, len(text) if whole else size)
+        total = 4 * ((size + 2) // 3)
+        if isinstance(value, Cut):
+            return Cut(base64.b64encode(value.kept.encode("utf-8")).decode("ascii"), total)
+        return base64.b64encode(value.encode("utf-8")).decode("ascii")
+
     def binary(self, data: bytes) -> str | Cut:
-        """Base64, encoding only what the budget keeps (binary data is not scrubbed)."""
+        """Base64 of media data (``Blob``), encoding only what the budget keeps (not scrubbed:
+        an image is not text)."""
         total = 4 * ((len(data) + 2) // 3)
         cap = self.cap
         if cap is None or total <= cap:
@@ -219,7 +308,9 @@ class Walk:
         if isinstance(value, int | float):
             return self.number(value)
         if isinstance(value, bytes | bytearray | memoryview):
-            return self.binary(bytes(value))
+            if isinstance(value, Blob):
+                return self.media(value, textual=isinstance(value, TextBlob))
+            return self.data(value if type(value) is bytes else bytes(value))
         if isinstance(value, Mapping):
             return self._container(value, depth, "dict")
         if isinstance(value, list | tuple | set | frozenset):

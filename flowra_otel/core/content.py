@@ -44,9 +44,10 @@ from .bounded_json import (
     dumps_tree,
     fit,
     leaf_text,
+    textual_media,
     utf8_safe,
 )
-from .safety import safe_str
+from .safety import failure_summary, safe_str
 
 __all__ = [
     "BUILTIN_SECRET_PATTERNS",
@@ -71,6 +72,8 @@ DEFAULT_MAX_CONTENT_LENGTH: Final = 32_768
 OMITTED_MESSAGES: Final = "…[flowra_otel: {count} earlier messages omitted, over max_content_length]"
 """The one text part of the ``system`` message put first when the oldest messages were dropped."""
 MESSAGE_OMITTED: Final = "…[flowra_otel: message omitted, over max_content_length]"
+TOOLS_OMITTED: Final = "…[flowra_otel: {count} more tools omitted, over max_content_length]"
+"""The name of the last entry of ``gen_ai.tool.definitions`` when even the names alone are over budget."""
 _MARKER_ROOM: Final = 200
 """An item this close to the budget keeps its tree, should it need shrinking to fit a marker."""
 PARSE_FACTOR: Final = 4
@@ -279,11 +282,13 @@ class ContentRenderer:
         kept: list[str] = []  # newest first
         used = 2
         visited = 0
+        items = 0  # semconv messages of the flowra messages visited (a tool result is one of its own)
         newest: tuple[_Entry, int] | None = None
         omitted = 0
         for message in reversed(msgs):
             entry = self._entry(message)
             visited += 1
+            items += len(entry.items)
             for j in range(len(entry.items) - 1, -1, -1):
                 item = entry.items[j]
                 if newest is None:
@@ -299,7 +304,9 @@ class ContentRenderer:
         if not omitted:
             return "[" + ",".join(reversed(kept)) + "]"
         assert budget is not None
-        room = len(_marker_message(OMITTED_MESSAGES.format(count=count))) + 1  # the longest marker
+        # The longest marker it can be: every semconv message visited and one per message not
+        # visited (a message of many tool results is many semconv messages: N may exceed count).
+        room = len(_marker_message(OMITTED_MESSAGES.format(count=items + count - visited))) + 1
         while kept and used + room > budget:  # make room for the marker message
             used -= len(kept.pop()) + 1
             omitted += 1
@@ -387,7 +394,7 @@ class ContentRenderer:
         walk = Walk(self._scrub, self._budget, self._leaves)
         defs: list[dict[str, Any]] = []
         for t in tools:
-            d: dict[str, Any] = {"type": "function", "name": _ident(getattr(t, "name", ""))}
+            d: dict[str, Any] = {"type": "function", "name": _name(walk, getattr(t, "name", ""))}
             description = getattr(t, "description", None)
             if description is not None:
                 d["description"] = leaf_text(walk.string(str(description)))
@@ -399,7 +406,7 @@ class ContentRenderer:
         if self._budget is not None:
             tree = fit(defs, self._budget, prune_from=2)
             if tree is None:
-                tree = [{"type": "function", "name": d["name"]} for d in defs]
+                tree = _names_only(defs, self._budget)
         _report(walk.failure, "the tool definitions")
         text = dumps_tree(tree)
         self._tools = (tuple(tools), text)
@@ -407,23 +414,24 @@ class ContentRenderer:
 
     # ------------------------------------------------------------------ response
     def output_messages(
-        self, message: Any, finish_reason: str, final_tool_uses: Mapping[int, Any] | None = None
+        self, message: Any, finish_reason: str | None, final_tool_uses: Mapping[int, Any] | None = None
     ) -> str:
         """The response as one output message (``gen_ai.output.messages``).
 
         Tool calls carry the arguments *after* the BeforeToolCallEvent hooks (``final_tool_uses``:
         ``id()`` of the original tool-use block -> final tool use, so ids that models repeat cannot
-        mix them up). ``finish_reason`` is the semconv value (``attributes.finish_reason``)."""
+        mix them up). ``finish_reason`` is the semconv value (``attributes.finish_reason``), written
+        in the message only when given: the conventions deprecated it there (#363) in favour of
+        ``gen_ai.response.finish_reasons``, so it is given in compatibility mode only."""
         walk = Walk(self._scrub, self._budget, self._leaves)
         blocks = getattr(message, "blocks", None) or ()
         reader = self._reader
         parts = [_part(walk, reader.part(b), final_tool_uses) for b in blocks]
-        tree: Any = [{"role": "assistant", "parts": parts, "finish_reason": finish_reason}]
+        tree: Any = [_output_message(parts, finish_reason)]
         if self._budget is not None:
             fitted = fit(tree, self._budget, prune_from=4)
             if fitted is None:
-                parts = [{"type": "text", "content": MESSAGE_OMITTED}]
-                fitted = [{"role": "assistant", "parts": parts, "finish_reason": finish_reason}]
+                fitted = [_output_message([{"type": "text", "content": MESSAGE_OMITTED}], finish_reason)]
             tree = fitted
         _report(walk.failure, "the output messages")
         return dumps_tree(tree)
@@ -502,13 +510,25 @@ def _same_items(mine: tuple[Any, ...], theirs: Sequence[Any] | None) -> bool:
         return False
 
 
+def _output_message(parts: list[Any], finish_reason: str | None) -> dict[str, Any]:
+    if finish_reason is None:
+        return {"role": "assistant", "parts": parts}
+    return {"role": "assistant", "parts": parts, "finish_reason": finish_reason}
+
+
 def _marker_message(text: str) -> str:
     return dumps_tree({"role": "system", "parts": [{"type": "text", "content": text}]})
 
 
 def _report(failure: BaseException | None, what: str) -> None:
+    """Log that ``redact=`` failed: the exception's type and where it was raised, never its
+    message or traceback text (they routinely echo the value being redacted)."""
     if failure is not None:
-        logger.error("flowra_otel: redact= raised on %s; the affected content is withheld", what, exc_info=failure)
+        logger.error(
+            "flowra_otel: redact= raised %s on %s; the affected content is withheld",
+            failure_summary(failure),
+            what,
+        )
 
 
 def _ident(value: object) -> str:
@@ -518,6 +538,33 @@ def _ident(value: object) -> str:
 
 def _text(walk: Walk, value: object) -> str | Cut:
     return walk.string(value if isinstance(value, str) else str(value))
+
+
+def _name(walk: Walk, value: object) -> str:
+    """A tool's name inside a content value: scrubbed like any leaf (a model may put anything
+    there), and bounded like an id."""
+    return _ident(leaf_text(walk.string(value if isinstance(value, str) else safe_str(value))))
+
+
+def _names_only(defs: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
+    """Tool definitions too big for the budget even with their schemas cut: the names alone,
+    as many as fit, then a definition whose name says how many more were omitted."""
+    names = [{"type": "function", "name": d["name"]} for d in defs]
+    if len(dumps_tree(names)) <= budget:
+        return names
+
+    def first(count: int) -> list[dict[str, Any]]:
+        marker = {"type": "function", "name": TOOLS_OMITTED.format(count=len(names) - count)}
+        return [*names[:count], marker]
+
+    low, high = 0, len(names) - 1  # the largest count of names that fits beside the marker
+    while low < high:
+        mid = (low + high + 1) // 2
+        if len(dumps_tree(first(mid))) <= budget:
+            low = mid
+        else:
+            high = mid - 1
+    return first(low)  # at least the marker: the smallest valid value, even for a tiny budget
 
 
 def _part(walk: Walk, part: Part, tool_uses: Mapping[int, Any] | None = None) -> dict[str, Any]:
@@ -531,7 +578,7 @@ def _part(walk: Walk, part: Part, tool_uses: Mapping[int, Any] | None = None) ->
         return {
             "type": "tool_call",
             "id": _ident(final.id),
-            "name": _ident(final.name),
+            "name": _name(walk, final.name),  # the model chose it (or a hook): content, scrubbed
             "arguments": walk.node(deserialised_arguments(final.input, walk.cap)),
         }
     if kind == "tool_call_response":
@@ -541,7 +588,8 @@ def _part(walk: Walk, part: Part, tool_uses: Mapping[int, Any] | None = None) ->
     if kind == "blob":
         data = part.content
         modality, mime = part.media or ("image", None)
-        content = walk.binary(bytes(data)) if isinstance(data, bytes | bytearray | memoryview) else _text(walk, data)
+        binary = isinstance(data, bytes | bytearray | memoryview)
+        content = walk.media(bytes(data), textual=textual_media(mime)) if binary else _text(walk, data)
         if mime is None:
             return {"type": "blob", "modality": modality, "content": content}
         return {"type": "blob", "modality": modality, "mime_type": _ident(mime), "content": content}

@@ -25,6 +25,8 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
+from .safety import internal_error
+
 logger = logging.getLogger("flowra_otel")
 
 
@@ -80,6 +82,21 @@ def attach(context: Context) -> Token[Context]:
     return otel_context.attach(context)
 
 
+def attach_held(holder: Any) -> Token[Context] | None:
+    """``attach(holder.context)``, or nothing (None) when ``holder`` or its context is None: the
+    ``on_enter`` of a flowing value that carries a context (flowra calls it around every step of
+    every node, so ``attach`` is inlined here)."""
+    if holder is None:
+        return None
+    context = holder.context
+    if context is None:
+        return None
+    variable = _VARIABLE
+    if variable is not None and otel_context._RUNTIME_CONTEXT is _RUNTIME:
+        return variable.set(context)
+    return otel_context.attach(context)
+
+
 def detach(token: Token[Context]) -> None:
     """``context.detach``: never raises (a token of another context is logged, as the API does)."""
     variable = _VARIABLE
@@ -87,7 +104,7 @@ def detach(token: Token[Context]) -> None:
         try:
             variable.reset(token)
         except Exception:
-            logger.exception("flowra_otel: could not detach a context")
+            internal_error("flowra_otel: could not detach a context")
         return
     otel_context.detach(token)
 
@@ -97,4 +114,4 @@ def uses_shortcut() -> bool:
     return _KEY is not None and _VARIABLE is not None and otel_context._RUNTIME_CONTEXT is _RUNTIME
 
 
-__all__ = ["attach", "context_with", "detach", "uses_shortcut"]
+__all__ = ["attach", "attach_held", "context_with", "detach", "uses_shortcut"]

@@ -11,9 +11,13 @@ production without code changes:
 * ``OTEL_EXPORTER_OTLP_PROTOCOL`` or ``OTEL_EXPORTER_OTLP_{TRACES,METRICS}_PROTOCOL`` -> ``grpc`` or
   ``http/protobuf`` (the default, as the OTel specification says). Anything else is a
   ``ValueError``: a typo must not silently send nothing.
-* No trace endpoint -> the `ConsoleTreeExporter` through a ``SimpleSpanProcessor``, so the demo
-  prints each trace the moment it ends. No metric endpoint -> no metric reader: the instruments
-  still work (and cost next to nothing), but nothing is collected or printed. An in-memory
+* ``FLOWRA_OTEL_TRACES_FILE`` (or ``traces_file=``) -> every span also appended to that file as
+  OTLP JSON lines, the Collector file exporter's format, which ``flowra-otel audit`` reads
+  (`OtlpJsonFileSpanExporter`, through a ``BatchSpanProcessor``).
+* No trace endpoint and no traces file -> the `ConsoleTreeExporter` through a
+  ``SimpleSpanProcessor``, so the demo prints each trace the moment it ends. No metric endpoint
+  -> no metric reader: the instruments still work (and cost next to nothing), but nothing is
+  collected or printed. An in-memory
   reader was considered and rejected: nobody would read it, and its cumulative storage grows
   with attribute cardinality for the life of the process.
 * Metrics are exported only when asked for, because many trace backends (Jaeger, Tempo, Phoenix)
@@ -22,6 +26,19 @@ production without code changes:
   ``otlp`` when an endpoint for metrics is set), a trace-only endpoint
   (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` alone) means no metric exporter, and
   ``configure_telemetry(metrics=False)`` turns metric export off in code.
+* A metrics endpoint that refuses metrics for good (HTTP 404, 405 or 501; gRPC UNIMPLEMENTED:
+  what a traces-only backend such as Phoenix or MLflow answers when only the base
+  ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set) gets ONE warning naming the fix
+  (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` or ``OTEL_METRICS_EXPORTER=none``) in place of the
+  exporter's error, and metric export stops until the process exits (`_MetricsRefusalGuard`),
+  instead of one logged error per export interval. Other failures (a collector down, 503,
+  UNAVAILABLE) are the exporter's to retry and report, as before.
+
+* Logs, only for the content events (``gen_ai.client.inference.operation.details``):
+  ``configure_telemetry(logs=True)``, or by default when ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``
+  asks for events (``EVENT_ONLY``, ``SPAN_AND_EVENT``) or ``OTEL_LOGS_EXPORTER`` is set: a logger
+  provider (installed globally like the others) with OTLP (``OTEL_EXPORTER_OTLP_LOGS_ENDPOINT`` or
+  the base endpoint) or the console (see ``export_logs``).
 
 Shutdown and flush are bounded in time even when the backend is down or never answers: the OTLP
 exporters retry with backoff for up to ``OTEL_EXPORTER_OTLP_TIMEOUT`` (10 s) per batch and the
@@ -40,13 +57,14 @@ decides *which* classes to build, so it cannot disagree with them.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Final, Literal, TextIO
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Final, Literal, TextIO
 
 from opentelemetry import metrics, trace
 from opentelemetry.environment_variables import OTEL_METRICS_EXPORTER
@@ -62,7 +80,9 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import (
     ConsoleMetricExporter,
     MetricExporter,
+    MetricExportResult,
     MetricReader,
+    MetricsData,
     PeriodicExportingMetricReader,
 )
 from opentelemetry.sdk.resources import SERVICE_NAME, OTELResourceDetector, Resource
@@ -70,6 +90,13 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter, SpanExportResult
 
 from .console import ConsoleTreeExporter
+from .otlp_json_file import FLOWRA_OTEL_TRACES_FILE, OtlpJsonFileSpanExporter
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk._logs import LoggerProvider as SdkLoggerProvider
+    from opentelemetry.sdk._logs.export import LogRecordExporter
+
+    from .export_logs import LogsSetup
 
 __all__ = [
     "DEFAULT_TIMEOUT_MILLIS",
@@ -134,6 +161,124 @@ class _StopOnceSpanExporter(SpanExporter):
                 return
             self._stopped = True
         self._exporter.shutdown()
+
+
+REFUSING_HTTP_STATUSES: Final = frozenset({404, 405, 501})
+"""HTTP answers to ``POST .../v1/metrics`` that mean "no metrics here, ever" (MLflow: 404,
+Phoenix: 405), as opposed to a collector that is down or busy (503, 429: retried)."""
+REFUSING_GRPC_STATUS: Final = "UNIMPLEMENTED"
+"""The gRPC status of a server without the OTLP MetricsService (Phoenix, Jaeger, Tempo)."""
+
+
+def _refusal_in(record: logging.LogRecord) -> str | None:
+    """``"HTTP 405"`` / ``"gRPC UNIMPLEMENTED"`` when ``record`` is an OTLP exporter's error about
+    a refusing status, else None. The exporters log the status as an argument of the record (an
+    ``int`` for HTTP, a ``grpc.StatusCode`` for gRPC), in every SDK release this package supports."""
+    if record.levelno < logging.ERROR:
+        return None
+    args = record.args if isinstance(record.args, tuple) else ()
+    for arg in args:
+        if isinstance(arg, int) and not isinstance(arg, bool) and arg in REFUSING_HTTP_STATUSES:
+            return f"HTTP {arg}"
+        if type(arg).__name__ == "StatusCode" and getattr(arg, "name", None) == REFUSING_GRPC_STATUS:
+            return f"gRPC {REFUSING_GRPC_STATUS}"
+    return None
+
+
+class _RefusalFilter(logging.Filter):
+    """On the OTLP exporters' loggers: while a `_MetricsRefusalGuard` exports on this thread,
+    an error record about a refusing status is noted for the guard and not emitted (the guard's
+    own warning replaces it). Every other record, and every record of other threads, passes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._local = threading.local()
+
+    @contextlib.contextmanager
+    def watching(self) -> Iterator[list[str]]:
+        seen: list[str] = []
+        previous = getattr(self._local, "seen", None)
+        self._local.seen = seen
+        try:
+            yield seen
+        finally:
+            self._local.seen = previous
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        seen: list[str] | None = getattr(self._local, "seen", None)
+        if seen is None:
+            return True
+        refusal = _refusal_in(record)
+        if refusal is None:
+            return True
+        seen.append(refusal)
+        return False
+
+
+_REFUSAL_FILTER: Final = _RefusalFilter()
+_filter_lock = threading.Lock()
+
+
+def _watch_exporter_loggers(exporter: MetricExporter) -> None:
+    """Put `_REFUSAL_FILTER` (once) on the loggers of the modules that define ``exporter``'s
+    class and its OTLP bases: where the HTTP and gRPC metric exporters log their errors."""
+    names = {cls.__module__ for cls in type(exporter).__mro__ if cls.__module__.startswith("opentelemetry.exporter.")}
+    with _filter_lock:
+        for name in sorted(names):
+            exporter_logger = logging.getLogger(name)
+            if _REFUSAL_FILTER not in exporter_logger.filters:
+                # First: the gRPC exporter's logger has the SDK's DuplicateFilter, which drops a
+                # record repeating the previous one's format (a trace export's error, say).
+                exporter_logger.filters.insert(0, _REFUSAL_FILTER)
+
+
+class _MetricsRefusalGuard(MetricExporter):
+    """Sits between the periodic reader and an OTLP metric exporter: once the endpoint refuses
+    metrics for good (`REFUSING_HTTP_STATUSES`, gRPC UNIMPLEMENTED), it warns once, naming the
+    fix, and exports nothing more; the reader goes on collecting (cheaply) and nothing else
+    changes. Any other outcome is the exporter's, untouched."""
+
+    def __init__(self, exporter: MetricExporter) -> None:
+        super().__init__(
+            preferred_temporality=getattr(exporter, "_preferred_temporality", None),
+            preferred_aggregation=getattr(exporter, "_preferred_aggregation", None),
+        )
+        self._exporter = exporter
+        self._refused: str | None = None
+        _watch_exporter_loggers(exporter)
+
+    @property
+    def exporter(self) -> MetricExporter:
+        return self._exporter
+
+    @property
+    def refused(self) -> str | None:
+        """``"HTTP 405"`` and the like once the endpoint refused metrics; None before."""
+        return self._refused
+
+    def export(self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any) -> MetricExportResult:
+        if self._refused is not None:
+            return MetricExportResult.FAILURE  # dropped: the endpoint takes no metrics
+        with _REFUSAL_FILTER.watching() as seen:
+            result = self._exporter.export(metrics_data, timeout_millis=timeout_millis, **kwargs)
+        if seen and result is not MetricExportResult.SUCCESS:
+            self._refused = seen[0]
+            _logger.warning(
+                "the OTLP endpoint %s refused metrics (%s): it takes traces only (Jaeger, Tempo, Phoenix, "
+                "MLflow and Langfuse do). Metric export is off until the process exits; traces are unaffected. "
+                "To silence this, give the traces endpoint (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) instead of "
+                "OTEL_EXPORTER_OTLP_ENDPOINT, or set OTEL_METRICS_EXPORTER=none; to keep the metrics, send "
+                "them to an OpenTelemetry Collector (OTEL_EXPORTER_OTLP_METRICS_ENDPOINT)",
+                getattr(self._exporter, "_endpoint", "?"),
+                self._refused,
+            )
+        return result
+
+    def force_flush(self, timeout_millis: float = 10_000) -> bool:
+        return self._exporter.force_flush(timeout_millis=timeout_millis)
+
+    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+        self._exporter.shutdown(timeout_millis=timeout_millis, **kwargs)
 
 
 class _DeadlineRunner:
@@ -234,6 +379,8 @@ class TelemetryHandles:
         self._runners = (_DeadlineRunner(), _DeadlineRunner())  # spans, metrics
         self._stoppable: tuple[SpanExporter, ...] = ()
         """The span exporters (behind `_StopOnceSpanExporter`) to stop when shutdown overruns."""
+        self._logs: LogsSetup | None = None
+        """The logger provider of the content events, when logs were asked for."""
 
     @property
     def tracer_provider(self) -> TracerProvider:
@@ -242,6 +389,12 @@ class TelemetryHandles:
     @property
     def meter_provider(self) -> MeterProvider:
         return self._meter_provider
+
+    @property
+    def logger_provider(self) -> SdkLoggerProvider | None:
+        """The logger provider for the content events (``OtelHooks(logger_provider=...)``), or
+        None when no logs were asked for."""
+        return self._logs.provider if self._logs is not None else None
 
     @property
     def resource(self) -> Resource:
@@ -281,8 +434,10 @@ class TelemetryHandles:
         timeout_millis = _check_timeout("timeout_millis", timeout_millis)
         if self._shut_down:
             return False  # as the SDK's processors answer after shutdown
+        logs = self._logs
         spans_ok, metrics_ok = self._run_both(
-            lambda: self._tracer_provider.force_flush(timeout_millis),
+            # The content events (logs) share the spans' side: both are the traces' content.
+            lambda: self._tracer_provider.force_flush(timeout_millis) and (logs is None or logs.flush(timeout_millis)),
             lambda: self._meter_provider.force_flush(timeout_millis),
             timeout_millis,
         )
@@ -308,11 +463,15 @@ class TelemetryHandles:
                 atexit.unregister(self._shutdown_at_exit)
                 self._atexit_registered = False
 
+        logs = self._logs
+
         def stop_spans() -> bool:
             if self._owns_tracer_provider:
                 self._tracer_provider.shutdown()  # the SDK's batch processor bounds this by nothing
-                return True
-            return self._tracer_provider.force_flush(timeout_millis)
+                ok = True
+            else:
+                ok = self._tracer_provider.force_flush(timeout_millis)
+            return (logs is None or logs.shutdown(timeout_millis)) and ok
 
         def stop_metrics() -> bool:
             if self._owns_meter_provider:
@@ -331,6 +490,8 @@ class TelemetryHandles:
             )
             for exporter in self._stoppable:
                 exporter.shutdown()
+            if logs is not None:
+                logs.stop()
         return spans_ok and metrics_ok
 
     def _run_both(
@@ -374,13 +535,17 @@ def configure_telemetry(
     console: bool | None = None,
     console_stream: TextIO | None = None,
     span_exporter: SpanExporter | None = None,
+    traces_file: str | os.PathLike[str] | None = None,
     metric_reader: MetricReader | None = None,
     metrics: bool = True,
+    logs: bool | None = None,
+    log_exporter: LogRecordExporter | None = None,
     set_global: bool = True,
     register_atexit: bool = True,
     exit_timeout_millis: int = DEFAULT_TIMEOUT_MILLIS,
 ) -> TelemetryHandles:
-    """Build a tracer and a meter provider from the standard ``OTEL_*`` environment.
+    """Build a tracer and a meter provider (and a logger provider for content events, when asked
+    for) from the standard ``OTEL_*`` environment.
 
     Args:
         service_name: Used as ``service.name`` only when neither ``OTEL_SERVICE_NAME`` nor
@@ -388,12 +553,16 @@ def configure_telemetry(
             the name written in a demo's code must not stop an operator renaming the service
             from the environment.
         console: ``None`` prints traces as a tree when spans have nowhere else to go (no trace
-            endpoint and no ``span_exporter``); ``True`` always adds the tree printer (next to
-            OTLP, say); ``False`` never does.
-        console_stream: Stream for the tree printer; default ``sys.stdout``.
+            endpoint, no traces file and no ``span_exporter``); ``True`` always adds the tree
+            printer (next to OTLP, say); ``False`` never does.
+        console_stream: Stream for the tree printer (and the console log exporter); default ``sys.stdout``.
         span_exporter: Replaces the environment's choice of span exporter (tests pass an
             ``InMemorySpanExporter``). It is wired through a ``SimpleSpanProcessor``, so spans
             are there as soon as they end.
+        traces_file: Also append every span to this file as OTLP JSON lines (one
+            ``ExportTraceServiceRequest`` per line, as the Collector's file exporter writes them),
+            the input of ``flowra-otel audit``, whatever else is configured. ``None`` (the default)
+            reads ``FLOWRA_OTEL_TRACES_FILE``; unset or empty there means no file.
         metric_reader: Replaces the environment's choice of metric reader (tests pass an
             ``InMemoryMetricReader``).
         metrics: ``False`` exports no metrics whatever the environment says (the instruments
@@ -402,7 +571,16 @@ def configure_telemetry(
             comma-separated list), and when that is unset, OTLP only if
             ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` is set,
             so a trace-only endpoint (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``) means no metrics.
-        set_global: Install both providers as the process-wide OpenTelemetry providers. The
+        logs: ``True`` builds a logger provider for the content events
+            (``gen_ai.client.inference.operation.details``; ``handles.logger_provider``);
+            ``False`` never; ``None`` (the default) when the environment asks for events
+            (``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=EVENT_ONLY`` / ``SPAN_AND_EVENT``)
+            or sets ``OTEL_LOGS_EXPORTER``. Its exporter: ``OTEL_LOGS_EXPORTER`` (``otlp``,
+            ``console``, ``none``), else OTLP when ``OTEL_EXPORTER_OTLP_LOGS_ENDPOINT`` or
+            ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set, else the console.
+        log_exporter: Replaces the environment's choice of log exporter (and asks for logs),
+            through a ``SimpleLogRecordProcessor``.
+        set_global: Install the providers as the process-wide OpenTelemetry providers. The
             OTel API allows that once per process, so with ``True`` the first call configures
             and every later one returns the same handles (its arguments are ignored, and a
             debug message says so). If another party installed SDK providers first (e.g.
@@ -416,7 +594,8 @@ def configure_telemetry(
         ValueError: An ``OTEL_EXPORTER_OTLP_*PROTOCOL`` variable that a configured endpoint
             would use holds something other than ``grpc`` or ``http/protobuf``; an
             ``OTEL_METRICS_EXPORTER`` value other than ``otlp``, ``console`` or ``none``;
-            ``metrics=False`` together with a ``metric_reader``; a negative timeout.
+            ``metrics=False`` together with a ``metric_reader``; a negative timeout; a traces
+            file that cannot be opened for appending.
     """
     if not isinstance(metrics, bool):
         raise ValueError(f"metrics must be True or False, got {metrics!r}")
@@ -431,8 +610,11 @@ def configure_telemetry(
             console=console,
             console_stream=console_stream,
             span_exporter=span_exporter,
+            traces_file=traces_file,
             metric_reader=metric_reader,
             export_metrics=metrics,
+            logs=logs,
+            log_exporter=log_exporter,
             install_global=install_global,
             exit_timeout_millis=exit_timeout_millis,
         )
@@ -515,10 +697,13 @@ def _build(
     console: bool | None,
     console_stream: TextIO | None,
     span_exporter: SpanExporter | None,
+    traces_file: str | os.PathLike[str] | None,
     metric_reader: MetricReader | None,
     export_metrics: bool,
     install_global: bool,
     exit_timeout_millis: int,
+    logs: bool | None = None,
+    log_exporter: LogRecordExporter | None = None,
 ) -> TelemetryHandles:
     existing_tp: TracerProvider | None = None
     existing_mp: MeterProvider | None = None
@@ -537,6 +722,9 @@ def _build(
         metric_kinds = resolve_metrics_exporters()
     metric_otlp = resolve_otlp_protocol("metrics") if "otlp" in metric_kinds else None
     resource = _resource(service_name)
+    if traces_file is None:
+        traces_file = os.environ.get(FLOWRA_OTEL_TRACES_FILE, "").strip() or None
+    file_exporter = OtlpJsonFileSpanExporter(traces_file) if existing_tp is None and traces_file else None
 
     processors: list[SpanProcessor] = []
     exporters: list[SpanExporter] = []
@@ -544,7 +732,15 @@ def _build(
     if existing_tp is None:
         tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
         _add_span_exporters(
-            tracer_provider, processors, exporters, stoppable, span_exporter, trace_otlp, console, console_stream
+            tracer_provider,
+            processors,
+            exporters,
+            stoppable,
+            span_exporter,
+            trace_otlp,
+            file_exporter,
+            console,
+            console_stream,
         )
     else:
         tracer_provider = existing_tp
@@ -558,10 +754,17 @@ def _build(
             if metric_reader is not None:
                 readers.append(metric_reader)
             metric_exporters.extend(_metric_exporters(metric_kinds, metric_otlp))
-            readers.extend(PeriodicExportingMetricReader(exporter) for exporter in metric_exporters)
+            # The OTLP exporter (the first, when asked for) behind the refusal guard.
+            readers.extend(
+                PeriodicExportingMetricReader(
+                    _MetricsRefusalGuard(exporter) if metric_otlp is not None and index == 0 else exporter
+                )
+                for index, exporter in enumerate(metric_exporters)
+            )
             meter_provider = MeterProvider(metric_readers=readers, resource=resource, shutdown_on_exit=False)
         else:
             meter_provider = existing_mp
+        logs_setup = _prepare_logs(logs, log_exporter, resource, install_global, console_stream)
     except BaseException:
         if existing_tp is None:
             tracer_provider.shutdown()
@@ -583,7 +786,24 @@ def _build(
         exit_timeout_millis=exit_timeout_millis,
     )
     handles._stoppable = tuple(stoppable)
+    handles._logs = logs_setup
     return handles
+
+
+def _prepare_logs(
+    logs: bool | None,
+    log_exporter: LogRecordExporter | None,
+    resource: Resource,
+    install_global: bool,
+    console_stream: TextIO | None,
+) -> LogsSetup | None:
+    """``export_logs.prepare_logs``, imported only when logs may be wanted (the SDK's logs
+    classes are still experimental and renamed between releases)."""
+    if logs is False and log_exporter is None:
+        return None
+    from .export_logs import prepare_logs
+
+    return prepare_logs(logs, log_exporter, resource, install_global=install_global, console_stream=console_stream)
 
 
 def _add_span_exporters(
@@ -593,6 +813,7 @@ def _add_span_exporters(
     stoppable: list[SpanExporter],
     span_exporter: SpanExporter | None,
     trace_otlp: OtlpProtocol | None,
+    file_exporter: OtlpJsonFileSpanExporter | None,
     console: bool | None,
     console_stream: TextIO | None,
 ) -> None:
@@ -603,6 +824,9 @@ def _add_span_exporters(
         exporters.append(_otlp_span_exporter(trace_otlp))
         stoppable.append(_StopOnceSpanExporter(exporters[0]))
         processors.append(BatchSpanProcessor(stoppable[0]))
+    if file_exporter is not None:
+        exporters.append(file_exporter)
+        processors.append(BatchSpanProcessor(file_exporter))
     if console or (console is None and not exporters):
         exporters.append(ConsoleTreeExporter(console_stream))
         processors.append(SimpleSpanProcessor(exporters[-1]))

@@ -16,7 +16,7 @@ import logging
 from typing import Any
 
 from . import redaction
-from .safety import changed
+from .safety import changed, internal_error
 
 logger = logging.getLogger("flowra_otel")
 
@@ -61,7 +61,7 @@ class FieldTracker:
             elif self.text is not None:
                 self.check_in_place(value, handler)
         except Exception:  # the ledger loses an entry; the agent never notices
-            logger.exception("flowra_otel: could not note a hook's change for the redaction ledger")
+            internal_error("flowra_otel: could not note a hook's change for the redaction ledger")
             self.last = value
 
     def check_in_place(self, value: Any, handler: Any) -> None:

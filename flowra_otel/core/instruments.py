@@ -161,7 +161,7 @@ class Instruments:
             self.token_usage.record(input_tokens, input_attrs)
         if output_tokens is not None:
             self.token_usage.record(output_tokens, output_attrs)
-        if cost_usd:
+        if cost_usd is not None and cost_usd > 0:  # a counter refuses a negative amount
             self.cost.add(cost_usd, attrs)
 
     def record_tool(

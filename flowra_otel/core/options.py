@@ -11,21 +11,21 @@ import dataclasses
 import functools
 import inspect
 import logging
+import math
 import os
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry.util.types import AttributeValue
 
 from . import semconv
 from .content import ContentPolicy, ContentRenderer, MessageReader, Redactor
-from .environment_variables import (
-    CAPTURE_OFF_VALUES,
-    CAPTURE_ON_VALUES,
-    OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,
-    OTEL_METRICS_EXPORTER,
-)
-from .safety import utf8_safe
+from .environment_variables import OTEL_METRICS_EXPORTER
+from .modes import ContentMode, content_mode_from_env
+from .safety import INT64_MAX, INT64_MIN, failure_summary, safe_str, utf8_safe
+
+if TYPE_CHECKING:
+    from .upload import UploadTarget
 
 logger = logging.getLogger("flowra_otel.options")
 
@@ -38,8 +38,17 @@ name to report (or None to keep the default)."""
 class TraceOptions:
     """The validated settings of one ``OtelHooks`` instance."""
 
-    capture_content: bool
-    """Record message, argument and result content (opt-in; see docs/redaction.md)."""
+    content_mode: ContentMode = ContentMode.NO_CONTENT
+    """Where message, argument and result content is recorded (opt-in; see docs/redaction.md):
+    nowhere, on spans, in each model call's details event, or both."""
+    semconv_compat: bool = False
+    """Also write the convention names the current target replaced (docs/semconv-mapping.md)."""
+    content_upload: UploadTarget | None = None
+    """Where each model call's content is written, with references on its span (None: nowhere)."""
+    user_id: str | Callable[[Mapping[str, Any]], str | None] | None = None
+    """``user.id``: a fixed value, or a function of the run's spec metadata (default: its ``user_id``)."""
+    agent_version: NameOverride | None = None
+    """``gen_ai.agent.version`` of ``invoke_agent`` spans, looked up by the agent's flowra path."""
     agent_name: NameOverride | None = None
     """Override ``gen_ai.agent.name``; looked up by the owning agent's flowra path."""
     provider_name: NameOverride | None = None
@@ -62,19 +71,63 @@ class TraceOptions:
     )
     """Memo of ``resolve_provider_and_model`` (the options themselves never change)."""
 
+    @property
+    def capture_content(self) -> bool:
+        """Whether content is recorded on spans (``SPAN_ONLY`` or ``SPAN_AND_EVENT``)."""
+        return self.content_mode.on_spans
+
+    @property
+    def renders_content(self) -> bool:
+        """Whether content is rendered at all: for spans, events or storage."""
+        return self.content_mode is not ContentMode.NO_CONTENT or self.content_upload is not None
+
+    @property
+    def finish_reason_in_messages(self) -> bool:
+        """Whether output messages keep the ``finish_reason`` that #363 deprecated: for readers of
+        the old names (``semconv_compat``), and for Phoenix and Arize (``openinference``), whose
+        GenAI conversion (Phoenix 20.x) drops an output message without it."""
+        return self.semconv_compat or self.openinference
+
     def content_renderer(self, reader: MessageReader) -> ContentRenderer | None:
-        """A fresh renderer when capture is on (None when off): one per agent, whose cache of
-        rendered messages follows that agent's own history (agents' histories never mix)."""
-        return self.content.renderer(reader) if self.capture_content else None
+        """A fresh renderer when content goes anywhere (None when not): one per agent, whose cache
+        of rendered messages follows that agent's own history (agents' histories never mix)."""
+        return self.content.renderer(reader) if self.renders_content else None
+
+    def user_id_from(self, metadata: Mapping[str, Any]) -> str | None:
+        """``user.id``: the option (a value, or a function of the metadata; a failing function costs
+        the id, not the run), else the spec metadata's ``user_id``."""
+        option = self.user_id
+        if isinstance(option, str):
+            return option
+        if option is not None:
+            try:
+                returned: object = option(metadata)
+            except Exception as exc:  # by type and place only: its message may echo the metadata
+                logger.error("flowra_otel: user_id= raised %s; the run gets no user.id", failure_summary(exc))
+                return None
+            # Whatever it returned becomes text a span can carry (``str()`` of it may raise).
+            if returned is None or returned is False or (type(returned) is str and not returned):
+                return None
+            return safe_str(returned) or None
+        value = metadata.get("user_id")
+        if isinstance(value, bool) or not isinstance(value, str | int) or not str(value):
+            return None
+        return utf8_safe(str(value))
+
+    def resolve_agent_version(self, path: str) -> str | None:
+        """``gen_ai.agent.version`` for the agent at ``path``: only when the user gives one
+        (flowra's agents carry no version)."""
+        return _apply_override(self.agent_version, path)
 
     def metric_attributes_from(self, metadata: Mapping[str, Any]) -> dict[str, AttributeValue]:
         """The allow-listed metadata values as metric attributes: str, int or bool only, strings
-        cut at 64 characters; anything else (or absent) is left out."""
+        cut at 64 characters, an int beyond int64 (which OTLP cannot carry: the encoder drops it
+        from every point, with an error) as its decimal text; anything else (or absent) is left out."""
         out: dict[str, AttributeValue] = {}
         for key in self.metric_metadata_keys:
             value = metadata.get(key)
             if isinstance(value, bool | int):
-                out[key] = value
+                out[key] = value if isinstance(value, bool) or INT64_MIN <= value <= INT64_MAX else str(int(value))
             elif isinstance(value, str) and value:
                 out[key] = utf8_safe(value[:64])
         return out
@@ -84,8 +137,15 @@ class TraceOptions:
         if isinstance(self.conversation_id, str):
             return self.conversation_id
         if self.conversation_id is not None:
-            value = self.conversation_id(metadata)
-            return str(value) if value else None
+            try:
+                returned: object = self.conversation_id(metadata)
+            except Exception as exc:  # by type and place only: its message may echo the metadata
+                logger.error("flowra_otel: conversation_id= raised %s; the run gets none", failure_summary(exc))
+                return None
+            # Whatever it returned becomes text a span can carry (``str()`` of it may raise).
+            if returned is None or returned is False or (type(returned) is str and not returned):
+                return None
+            return safe_str(returned) or None
         for key in ("conversation_id", "session_id", "thread_id"):
             value = metadata.get(key)
             if isinstance(value, str | int) and str(value):
@@ -135,26 +195,17 @@ def _apply_override(override: NameOverride | None, key: str) -> str | None:
         return None
     try:
         value = override.get(key) if isinstance(override, Mapping) else override(key)
-    except Exception:
+    except Exception as exc:
         # A failing user callable costs the override, not the spans: the default name is kept.
-        logger.exception("flowra_otel: name override raised for %r; the default name is used", key)
+        # Logged by type and place only: its message may echo what it was given.
+        logger.error("flowra_otel: name override raised %s for %r; the default name is used", failure_summary(exc), key)
         return None
     return value if isinstance(value, str) and value else None
 
 
 def capture_content_from_env() -> bool:
-    """Read the standard GenAI content switch; unknown values warn and mean off."""
-    raw = os.environ.get(OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT, "")
-    value = raw.strip().lower()
-    if value in CAPTURE_ON_VALUES:
-        return True
-    if value not in CAPTURE_OFF_VALUES:
-        logger.warning(
-            "%s=%r is not a recognised value; content capture stays off",
-            OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,
-            raw,
-        )
-    return False
+    """Whether the standard GenAI content switch puts content on spans (``modes.content_mode_from_env``)."""
+    return content_mode_from_env().on_spans
 
 
 def is_async_callable(value: object) -> bool:
@@ -212,7 +263,12 @@ def validate_override(name: str, value: object) -> NameOverride | None:
 
 
 def validate_attributes(value: object) -> dict[str, AttributeValue]:
-    """User attributes must be valid OpenTelemetry attribute values, checked now, not per span."""
+    """User attributes must be attribute values every exporter carries on every span, checked
+    now, not per span: a non-empty str key outside the namespaces the plugin writes
+    (``_ATTRIBUTE_PREFIXES``: a user value there would replace the plugin's own); a value that is
+    a str, a bool, an int within int64 (OTLP's range: a larger one is dropped from every span, with
+    an encoder error), a finite float (NaN and infinities are no JSON number), or a list or tuple
+    of values of one of those types (the SDK drops a mixed one from every span)."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -220,29 +276,56 @@ def validate_attributes(value: object) -> dict[str, AttributeValue]:
         raise TypeError(msg)
     out: dict[str, AttributeValue] = {}
     for k, v in value.items():
-        ok = isinstance(v, str | bool | int | float) or (
-            isinstance(v, list | tuple) and all(isinstance(i, str | bool | int | float) for i in v)
-        )
-        if not isinstance(k, str) or not k or not ok:
+        items = list(v) if isinstance(v, list | tuple) else [v]
+        kinds = {_attribute_kind(i) for i in items}
+        if not isinstance(k, str) or not k or None in kinds:
             msg = f"attributes: {k!r}: {v!r} is not a valid OpenTelemetry attribute (str key, primitive value)"
             raise TypeError(msg)
-        out[k] = [_safe_item(i) for i in v] if isinstance(v, list | tuple) else _safe_item(v)
+        if len(kinds) > 1:
+            msg = f"attributes: {k!r}: {v!r} mixes value types (an OpenTelemetry array holds one type)"
+            raise TypeError(msg)
+        if k.startswith(_ATTRIBUTE_PREFIXES):
+            msg = f"attributes: {k!r} is in a namespace flowra_otel writes itself ({', '.join(_ATTRIBUTE_PREFIXES)})"
+            raise ValueError(msg)
+        for item in items:
+            kind = _attribute_kind(item)
+            if kind is int and not INT64_MIN <= item <= INT64_MAX:
+                msg = f"attributes: {k!r}: {item!r} is outside the int64 range OTLP carries (pass it as a str)"
+                raise ValueError(msg)
+            if kind is float and not math.isfinite(item):
+                msg = f"attributes: {k!r}: {item!r} is not a finite number"
+                raise ValueError(msg)
+        out[k] = [_safe_item(i) for i in items] if isinstance(v, list | tuple) else _safe_item(v)
     return out
+
+
+_ATTRIBUTE_PREFIXES: Final = ("gen_ai.", "flowra.", "error.")
+
+
+def _attribute_kind(item: object) -> type | None:
+    """The attribute type a value is encoded as (bool before int: a bool is an int), or None."""
+    for kind in (bool, int, float, str):
+        if isinstance(item, kind):
+            return kind
+    return None
 
 
 def _safe_item(value: AttributeValue) -> Any:
     return utf8_safe(value) if isinstance(value, str) else value
 
 
-def validate_conversation_id(value: object) -> str | Callable[[Mapping[str, Any]], str | None] | None:
+def validate_conversation_id(
+    value: object, name: str = "conversation_id"
+) -> str | Callable[[Mapping[str, Any]], str | None] | None:
+    """``conversation_id`` / ``user_id``: a non-empty str, a synchronous callable(metadata) or None."""
     if isinstance(value, str) and value:
         return utf8_safe(value)
     if value is None:
         return value
     if callable(value):
-        reject_async("conversation_id", value)
+        reject_async(name, value)
         return value
-    msg = f"conversation_id must be a non-empty str, a callable(metadata) -> str | None, or None, got {value!r}"
+    msg = f"{name} must be a non-empty str, a callable(metadata) -> str | None, or None, got {value!r}"
     raise TypeError(msg)
 
 

@@ -17,7 +17,7 @@ from opentelemetry.util.types import AttributeValue
 
 from . import attributes, durable_link, semconv
 from .durable_link import LinkStore
-from .safety import safe_str
+from .safety import internal_error, safe_str
 from .telemetry import Telemetry
 
 logger = logging.getLogger("flowra_otel")
@@ -36,10 +36,12 @@ class RunState:
         "root_span",
         "stamp_owner",
         "stamps",
+        "user_id",
     )
 
     def __init__(self, *, link_store: LinkStore | None = None, resumed: Mapping[str, Any] | None = None) -> None:
-        self.stamps: dict[tuple[int, str | None], attributes.Attributes] = {}  # per OtelHooks and conversation id
+        # per OtelHooks, conversation id and user id
+        self.stamps: dict[tuple[int, str | None, str | None], attributes.Attributes] = {}
         self.metric_extra: dict[str, AttributeValue] = {}  # from the spec metadata, once accepted
         self.link_store = link_store  # a durable run's: where its trace link is kept
         self.persist_pending = False
@@ -52,19 +54,28 @@ class RunState:
         self.conversation_id: str | None = (
             safe_str(resumed["conversation_id"]) if resumed and resumed.get("conversation_id") else None
         )
+        self.user_id: str | None = None  # ``user.id``: the option, or the spec metadata's ``user_id``
 
     def stamp(self, telemetry: Telemetry) -> attributes.Attributes:
-        """Attributes every span of the run carries: the user's, and the conversation id."""
-        if self.conversation_id is None and isinstance(telemetry.options.conversation_id, str):
-            self.conversation_id = telemetry.options.conversation_id
-        cid = self.conversation_id
-        if cid is None:
-            stamp: attributes.Attributes = telemetry.options.attributes  # type: ignore[assignment]
+        """Attributes every span of the run carries: the user's, the conversation id, ``user.id``."""
+        options = telemetry.options
+        if self.conversation_id is None and isinstance(options.conversation_id, str):
+            self.conversation_id = options.conversation_id
+        if self.user_id is None and isinstance(options.user_id, str):
+            self.user_id = options.user_id
+        cid, uid = self.conversation_id, self.user_id
+        if cid is None and uid is None:
+            stamp: attributes.Attributes = options.attributes  # type: ignore[assignment]
         else:
-            key = (id(telemetry), cid)
+            key = (id(telemetry), cid, uid)
             cached = self.stamps.get(key)
             if cached is None:  # never mutated by the callers: they copy it into their own dicts
-                cached = self.stamps[key] = {**telemetry.options.attributes, semconv.GEN_AI_CONVERSATION_ID: cid}
+                cached = {**options.attributes}
+                if cid is not None:
+                    cached[semconv.GEN_AI_CONVERSATION_ID] = cid
+                if uid is not None:
+                    cached[semconv.USER_ID] = uid
+                self.stamps[key] = cached
             stamp = cached
         self.stamp_owner, self.last_stamp = telemetry, stamp
         return stamp
@@ -73,10 +84,18 @@ class RunState:
         """The spec's metadata is known (MessageAcceptedEvent): metric attributes, conversation id."""
         if telemetry.options.metric_metadata_keys:
             self.metric_extra.update(telemetry.options.metric_attributes_from(metadata))
-        if self.conversation_id is None:
-            cid = telemetry.options.conversation_id_from(metadata)
-            if cid:
-                self.set_conversation_id(safe_str(cid), open_spans)
+        cid = telemetry.options.conversation_id_from(metadata) if self.conversation_id is None else None
+        uid = telemetry.options.user_id_from(metadata) if self.user_id is None else None
+        if not cid and not uid:
+            return
+        spans = list(open_spans)
+        if cid:
+            self.set_conversation_id(safe_str(cid), spans)
+        if uid:
+            self.user_id = safe_str(uid)
+            self.stamp_owner = None  # the next stamp() carries it
+            for span in spans:
+                span.set_attribute(semconv.USER_ID, self.user_id)
 
     def set_conversation_id(self, cid: str, open_spans: Iterable[Span]) -> None:
         """Known now: stamp it on every span already open in this run, and on all later ones."""
@@ -107,7 +126,7 @@ class RunState:
             if self.link_store is not None and self.root_span is not None:
                 await self.link_store.save(durable_link.link_state(self.root_span, self.conversation_id))
         except Exception:
-            logger.exception("flowra_otel: could not save the trace link in session storage")
+            internal_error("flowra_otel: could not save the trace link in session storage")
 
 
 __all__ = ["RunState"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+import sys
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -22,7 +23,17 @@ def guarded[**P](fn: Callable[P, object], /, *args: P.args, **kwargs: P.kwargs) 
     try:
         fn(*args, **kwargs)
     except Exception:
-        logger.exception("flowra_otel: internal error in %s; the agent is unaffected", _name(fn))
+        internal_error(f"flowra_otel: internal error in {_name(fn)}; the agent is unaffected")
+
+
+def internal_error(message: str, *, level: int = logging.ERROR, log: logging.Logger = logger) -> None:
+    """Log the exception being handled (call it in an ``except`` block) as the plugin's own
+    failure: ``message``, the exception's type and the frames it went through (file, line,
+    function), never its message, its source lines or a formatted traceback. Why not
+    ``logger.exception``: inside the plugin the failing value is the user's content (a
+    ``KeyError`` names the key, a ``TypeError`` quotes the value), and the log must carry none."""
+    exc = sys.exc_info()[1]
+    log.log(level, "%s (%s)", message, failure_trail(exc) if exc is not None else "no exception")
 
 
 def _name(fn: object) -> str:
@@ -103,3 +114,43 @@ def safe_float(value: object) -> float | None:
     except Exception:
         return None
     return number if math.isfinite(number) else None
+
+
+def failure_summary(exc: BaseException) -> str:
+    """What the plugin's own log says about a failure of the user's code (``redact=``, a name or
+    conversation-id callable): the exception's type and where it was raised (file, line,
+    function), never its message or traceback text, which routinely echo the value being
+    processed (``invalid literal for int(): '4111 1111 1111 1111'``)."""
+    cls = type(exc)
+    name = f"{getattr(cls, '__module__', '')}.{getattr(cls, '__qualname__', cls.__name__)}".removeprefix("builtins.")
+    where = ""
+    try:
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        if tb is not None:
+            code = tb.tb_frame.f_code
+            where = f" at {code.co_filename}:{tb.tb_lineno} in {code.co_name}"
+    except Exception:  # an odd traceback: the type alone
+        where = ""
+    return utf8_safe(name + where)
+
+
+def failure_trail(exc: BaseException, *, frames: int = 12) -> str:
+    """``failure_summary`` with the whole way there: the exception's type, then each frame it
+    went through, innermost first (the last ``frames``), as ``file:line in function``; for a chained
+    exception, the type of its cause. No message, no source text."""
+    cls = type(exc)
+    name = f"{getattr(cls, '__module__', '')}.{getattr(cls, '__qualname__', cls.__name__)}".removeprefix("builtins.")
+    steps: list[str] = []
+    try:
+        tb = exc.__traceback__
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            steps.append(f"{code.co_filename}:{tb.tb_lineno} in {code.co_name}")
+            tb = tb.tb_next
+        cause = exc.__cause__ or exc.__context__
+        tail = f"; while handling {type(cause).__qualname__}" if cause is not None else ""
+    except Exception:  # an odd traceback: the type alone
+        steps, tail = [], ""
+    return utf8_safe(" <- ".join([name, *reversed(steps[-frames:])]) + tail)

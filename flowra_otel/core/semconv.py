@@ -7,6 +7,12 @@ key here, following a rename is a one-line change, and tests import the same nam
 GenAI keys come from ``opentelemetry-semantic-conventions`` (the released 1.41 set, still shipped
 as plain string constants by later releases) where it has them; the few it lacks are spelled
 here as in the semantic-conventions-genai repository. Our own keys share the ``flowra.`` prefix.
+
+The target is semantic-conventions-genai ``fe5608e`` plus the merged changes #440 (cache writes are
+``cache_write``), #469 (no cache counts on the internal ``invoke_agent`` span), #410 and #363
+(``finish_reason`` inside output messages deprecated): see ``tests/semconv/PROVENANCE.md``. The
+names those changes replaced are kept below as ``LEGACY_*``: written only when a user asks for
+them (``OtelHooks(semconv_compat=True)`` or ``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental/dup``).
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as _g
 from opentelemetry.semconv.attributes import error_attributes as _err
 
 SCHEMA_URL: Final = "https://opentelemetry.io/schemas/gen-ai-dev/1.42.0-dev"
+"""Unchanged by the four merged changes: upstream ``model/manifest.yaml`` still declared
+``gen-ai-dev/1.42.0-dev`` in October 2026 (the repository has no release yet)."""
 INSTRUMENTATION_NAME: Final = "flowra_otel"
 
 # --- operations -------------------------------------------------------------------------------
@@ -43,7 +51,16 @@ GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final[str] = _g.GEN_AI_RESPONSE_TIME_TO_FIR
 GEN_AI_USAGE_INPUT_TOKENS: Final[str] = _g.GEN_AI_USAGE_INPUT_TOKENS
 GEN_AI_USAGE_OUTPUT_TOKENS: Final[str] = _g.GEN_AI_USAGE_OUTPUT_TOKENS
 GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final[str] = _g.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS
-GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: Final[str] = _g.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS
+GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS: Final = "gen_ai.usage.cache_write.input_tokens"
+"""#440: input tokens written to a provider-managed cache (before: ``cache_creation``)."""
+LEGACY_GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: Final[str] = _g.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS
+"""The name #440 replaced; written beside ``cache_write`` only in compatibility mode."""
+GEN_AI_RESPONSE_ID: Final[str] = _g.GEN_AI_RESPONSE_ID
+GEN_AI_AGENT_VERSION: Final[str] = _g.GEN_AI_AGENT_VERSION
+SERVER_ADDRESS: Final = "server.address"
+SERVER_PORT: Final = "server.port"
+USER_ID: Final = "user.id"
+"""The core (not GenAI) convention for the user a run serves; the GenAI model defines none."""
 GEN_AI_TOOL_NAME: Final[str] = _g.GEN_AI_TOOL_NAME
 GEN_AI_TOOL_CALL_ID: Final[str] = _g.GEN_AI_TOOL_CALL_ID
 GEN_AI_TOOL_TYPE: Final[str] = _g.GEN_AI_TOOL_TYPE
@@ -56,6 +73,15 @@ GEN_AI_SYSTEM_INSTRUCTIONS: Final[str] = _g.GEN_AI_SYSTEM_INSTRUCTIONS
 GEN_AI_TOOL_DEFINITIONS: Final[str] = _g.GEN_AI_TOOL_DEFINITIONS
 GEN_AI_TOKEN_TYPE: Final[str] = _g.GEN_AI_TOKEN_TYPE
 ERROR_TYPE: Final[str] = _err.ERROR_TYPE
+
+# Content written to storage by reference (opentelemetry-util-genai's upload completion hook names).
+GEN_AI_INPUT_MESSAGES_REF: Final = "gen_ai.input.messages_ref"
+GEN_AI_OUTPUT_MESSAGES_REF: Final = "gen_ai.output.messages_ref"
+GEN_AI_SYSTEM_INSTRUCTIONS_REF: Final = "gen_ai.system_instructions_ref"
+GEN_AI_TOOL_DEFINITIONS_REF: Final = "gen_ai.tool.definitions_ref"
+
+EVENT_INFERENCE_DETAILS: Final = "gen_ai.client.inference.operation.details"
+"""The event (a log record) that carries one inference's details, content included (events.yaml)."""
 
 TOOL_TYPE_FUNCTION: Final = "function"
 TOKEN_TYPE_INPUT: Final = "input"

@@ -11,9 +11,12 @@ options, checks and error messages on both lines) and passes it down.
 from __future__ import annotations
 
 import dataclasses
+import logging
+import os
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Literal
 
+from opentelemetry import _logs as otel_logs
 from opentelemetry import metrics as otel_metrics
 from opentelemetry import trace
 from opentelemetry.metrics import Meter, MeterProvider, NoOpMeterProvider
@@ -22,11 +25,12 @@ from opentelemetry.util.types import AttributeValue
 
 from . import semconv
 from .content import DEFAULT_MAX_CONTENT_LENGTH, ContentPolicy, Redactor
+from .details_event import events_supported
 from .instruments import Instruments
+from .modes import ContentMode, content_mode_from_env, parse_content_mode, semconv_compat_from_env
 from .options import (
     NameOverride,
     TraceOptions,
-    capture_content_from_env,
     check_instance,
     check_max_length,
     check_redact_secrets,
@@ -39,7 +43,10 @@ from .options import (
     validate_override,
     validate_redactor,
 )
+from .upload import ContentUploader, upload_target_from_env, validate_content_upload
 from .version import VERSION
+
+logger = logging.getLogger("flowra_otel.options")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -52,6 +59,10 @@ class Telemetry:
     disabled: bool = False
     """Explicit no-op providers for both signals: nothing could ever be recorded, so an adapter
     subscribes to nothing and patches nothing (tracing "off" then costs nothing)."""
+    event_logger: otel_logs.Logger | None = None
+    """Where each model call's details event goes (content modes with events only)."""
+    uploader: ContentUploader | None = None
+    """Writes content to storage by reference (``content_upload``)."""
 
     @classmethod
     def build(
@@ -59,7 +70,7 @@ class Telemetry:
         *,
         tracer_provider: TracerProvider | None = None,
         meter_provider: MeterProvider | None = None,
-        capture_content: bool | None = None,
+        capture_content: bool | str | ContentMode | None = None,
         agent_name: NameOverride | None = None,
         provider_name: NameOverride | None = None,
         redact: Redactor | None = None,
@@ -71,12 +82,20 @@ class Telemetry:
         metrics: bool | None = None,
         metric_attributes_from_metadata: Iterable[str] | None = None,
         openinference: bool = False,
+        semconv_compat: bool | None = None,
+        logger_provider: otel_logs.LoggerProvider | None = None,
+        content_upload: str | os.PathLike[str] | Literal[False] | None = None,
+        user_id: str | Callable[[Mapping[str, Any]], str | None] | None = None,
+        agent_version: NameOverride | None = None,
     ) -> Telemetry:
         """Validate every option (``TypeError``/``ValueError`` now, never a surprise mid-run) and
         build the tracer and instruments. The options are documented on ``OtelHooks``."""
         check_instance("tracer_provider", tracer_provider, TracerProvider)
         check_instance("meter_provider", meter_provider, MeterProvider)
-        capture = validate_bool_or_none("capture_content", capture_content)
+        mode = parse_content_mode(capture_content)
+        check_instance("logger_provider", logger_provider, otel_logs.LoggerProvider)
+        compat = validate_bool_or_none("semconv_compat", semconv_compat)
+        upload = validate_content_upload(content_upload)
         redact = validate_redactor(redact)
         check_redact_secrets(redact_secrets)
         check_max_length(max_content_length)
@@ -87,7 +106,11 @@ class Telemetry:
             msg = "openinference must be True or False, got None"
             raise TypeError(msg)
         options = TraceOptions(
-            capture_content=capture if capture is not None else capture_content_from_env(),
+            content_mode=mode if mode is not None else content_mode_from_env(),
+            semconv_compat=compat if compat is not None else semconv_compat_from_env(),
+            content_upload=(upload_target_from_env() if upload is None else upload) or None,
+            user_id=validate_conversation_id(user_id, "user_id"),
+            agent_version=validate_override("agent_version", agent_version),
             agent_name=validate_override("agent_name", agent_name),
             provider_name=validate_override("provider_name", provider_name),
             content=ContentPolicy.build(redact=redact, redact_secrets=redact_secrets, max_length=max_content_length),
@@ -108,7 +131,20 @@ class Telemetry:
         disabled = isinstance(tracer_provider, NoOpTracerProvider) and (
             not record_metrics or isinstance(meter_provider, NoOpMeterProvider)
         )
-        return cls(tracer, Instruments(meter, enabled=record_metrics), options, disabled)
+        event_logger = None
+        if options.content_mode.in_events:
+            if events_supported():
+                event_logger = otel_logs.get_logger(
+                    semconv.INSTRUMENTATION_NAME, VERSION, logger_provider, schema_url=semconv.SCHEMA_URL
+                )
+            else:
+                logger.warning(
+                    "content mode %s asks for events, but this opentelemetry-api's LogRecord has no event_name: "
+                    "no event is emitted (upgrade opentelemetry-api and opentelemetry-sdk)",
+                    options.content_mode.value,
+                )
+        uploader = ContentUploader(options.content_upload) if options.content_upload is not None else None
+        return cls(tracer, Instruments(meter, enabled=record_metrics), options, disabled, event_logger, uploader)
 
 
 __all__ = ["Telemetry"]

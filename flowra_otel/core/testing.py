@@ -11,22 +11,29 @@ make that a one-liner on the spans of the OpenTelemetry SDK's ``InMemorySpanExpo
     ...  # run your agent with OtelHooks(tracer_provider=..., capture_content=True)
     assert_no_leak(exporter.get_finished_spans(), ["sk-test-123", "alice@example.com"])
 
-Every place a span can carry text is searched: the span name, attributes (strings and string
-arrays), event names and attributes, link attributes, the status description and the resource
-attributes. Content attributes are JSON (``gen_ai.input.messages``...), where a secret may only
-appear escaped (``"pa\\"ss"``, ``"\\u00e9"``, a PEM key's ``\\n``, a JSON document inside a JSON
-string), and a truncated attribute is JSON no more: every text is searched raw, decoded when it
-parses as JSON (layer by layer), and JSON-unescaped when it does not
+Every place a span can carry a value is searched, as text: the span name, attribute keys and
+values of every type (strings, numbers, booleans, arrays of them: a card number set as an int
+attribute is found), event names and attributes, link attributes, the status description, the
+resource attributes and the instrumentation scope. Content attributes are JSON
+(``gen_ai.input.messages``...), where a secret may only appear escaped (``"pa\\"ss"``,
+``"\\u00e9"``, a PEM key's ``\\n``, a JSON document inside a JSON string), and a truncated
+attribute is JSON no more: every text is searched raw, decoded when it parses as JSON (layer by
+layer), and JSON-unescaped when it does not
 (``flowra_otel.secret_scan``, the scanner the ``audit`` command uses too).
 
 Pair every ``assert_no_leak`` with a positive check (the redacted replacement *is* recorded):
 a trace with no content at all also has no leak.
+
+Content in events (``capture_content="event_only"`` / ``"span_and_event"``) travels as log
+records: ``find_log_leaks`` / ``assert_no_log_leak`` search those the same way (event name,
+body, every attribute key and every leaf of the structured values, resource and scope).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -34,7 +41,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from .secret_scan import scan_text
 
-__all__ = ["Leak", "assert_no_leak", "find_leaks"]
+__all__ = ["Leak", "assert_no_leak", "assert_no_log_leak", "find_leaks", "find_log_leaks"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -46,7 +53,9 @@ class Leak:
     """The span id as 16 hex digits (empty when the span has no context)."""
     where: str
     """``span name``, ``attribute <key>``, ``event <name> name``, ``event <name> attribute <key>``,
-    ``link <index> attribute <key>``, ``status description`` or ``resource attribute <key>``."""
+    ``link <index> attribute <key>``, ``status description``, ``resource attribute <key>``,
+    ``instrumentation scope name`` / ``version`` / ``attribute <key>``, or ``... attribute key``
+    (the secret is an attribute's key)."""
     secret_index: int
     """Position of the secret in the ``secrets`` given to ``find_leaks``."""
     secret: str = dataclasses.field(repr=False)
@@ -85,14 +94,24 @@ def _find(text: str, secrets: Sequence[str]) -> Iterator[tuple[int, bool]]:
 
 
 def _attribute_texts(attributes: Mapping[str, Any] | None, prefix: str) -> Iterator[tuple[str, str]]:
+    """Every key, and every value as text: strings, and numbers and booleans as the text a
+    secret would be (a card number set as an int attribute is a leak too), in arrays as well."""
     for key, value in (attributes or {}).items():
         where = f"{prefix}attribute {key}"
-        if isinstance(value, str):
-            yield where, value
-        elif isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
-            for item in value:
-                if isinstance(item, str):
-                    yield where, item
+        yield f"{prefix}attribute key", str(key)
+        items = value if isinstance(value, Sequence) and not isinstance(value, str | bytes | bytearray) else (value,)
+        for item in items:
+            yield where, _as_text(item)
+
+
+def _as_text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer() and math.isfinite(value):
+        return str(int(value))
+    return str(value)
 
 
 def _texts(span: ReadableSpan) -> Iterator[tuple[str, str]]:
@@ -108,6 +127,12 @@ def _texts(span: ReadableSpan) -> Iterator[tuple[str, str]]:
     if description:
         yield "status description", description
     yield from _attribute_texts(span.resource.attributes, "resource ")
+    scope = span.instrumentation_scope
+    if scope is not None:
+        yield "instrumentation scope name", scope.name
+        if scope.version:
+            yield "instrumentation scope version", scope.version
+        yield from _attribute_texts(scope.attributes, "instrumentation scope ")
 
 
 def find_leaks(spans: Iterable[ReadableSpan], secrets: str | Iterable[str]) -> list[Leak]:
@@ -151,3 +176,69 @@ def assert_no_leak(spans: Iterable[ReadableSpan], secrets: str | Iterable[str], 
         lines = "\n".join(f"  - {leak}" for leak in leaks)
         msg = f"{len(leaks)} secret leak(s) in exported spans:\n{lines}"
         raise AssertionError(msg)
+
+
+# ==================================================================================== log records
+def _leaves(value: object, where: str) -> Iterator[tuple[str, str]]:
+    """Every key and leaf of a structured log value (maps and lists nest), as text."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            yield f"{where} key", str(key)
+            yield from _leaves(item, where)
+    elif isinstance(value, Sequence) and not isinstance(value, str | bytes | bytearray):
+        for item in value:
+            yield from _leaves(item, where)
+    elif value is not None:
+        yield where, _as_text(value)
+
+
+def _log_texts(record: Any) -> Iterator[tuple[str, str]]:
+    name = getattr(record, "event_name", None)
+    if name:
+        yield "event name", str(name)
+    yield from _leaves(getattr(record, "body", None), "body")
+    for key, value in (getattr(record, "attributes", None) or {}).items():
+        yield "attribute key", str(key)
+        yield from _leaves(value, f"attribute {key}")
+    resource = getattr(record, "resource", None)
+    resource_attributes = getattr(resource, "attributes", None) or getattr(record, "resource_attributes", None)
+    for key, value in (resource_attributes or {}).items():
+        yield "resource attribute key", str(key)
+        yield from _leaves(value, f"resource attribute {key}")
+
+
+def find_log_leaks(records: Iterable[Any], secrets: str | Iterable[str]) -> list[Leak]:
+    """Every place in log ``records`` where one of ``secrets`` appears: the SDK's
+    ``ReadableLogRecord`` (``InMemoryLogRecordExporter.get_finished_logs()``) or any record with
+    ``event_name`` / ``body`` / ``attributes`` (a decoded OTLP record). A leak's ``span_name`` is
+    ``log <event name>``, its ``span_id`` the record's span id."""
+    values = _secrets(secrets)
+    leaks: list[Leak] = []
+    for item in records:
+        record = getattr(item, "log_record", item)
+        span_id = getattr(record, "span_id", None)
+        sid = format(span_id, "016x") if isinstance(span_id, int) else str(span_id or "")
+        name = f"log {getattr(record, 'event_name', None) or ''}".rstrip()
+        texts = list(_log_texts(record))
+        resource = getattr(item, "resource", None)  # the SDK keeps the resource beside the record
+        if resource is not None and resource is not getattr(record, "resource", None):
+            texts += [(f"resource attribute {k}", _as_text(v)) for k, v in (resource.attributes or {}).items()]
+        seen: set[tuple[str, int]] = set()
+        for where, text in texts:
+            for index, decoded in _find(text, values):
+                if (where, index) not in seen:
+                    seen.add((where, index))
+                    leaks.append(Leak(name, sid, where, index, values[index], decoded))
+    return leaks
+
+
+def assert_no_log_leak(records: Iterable[Any], secrets: str | Iterable[str]) -> None:
+    """``AssertionError`` listing every place a secret appears in the log ``records`` (and when
+    there are none: a check on nothing would pass for the wrong reason)."""
+    record_list = list(records)
+    if not record_list:
+        msg = "assert_no_log_leak got no log records: is the logger provider wired to the OtelHooks under test?"
+        raise AssertionError(msg)
+    leaks = find_log_leaks(record_list, secrets)
+    if leaks:
+        raise AssertionError("secrets in log records:\n" + "\n".join(str(leak) for leak in leaks))

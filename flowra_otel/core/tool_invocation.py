@@ -23,7 +23,7 @@ from opentelemetry.util.types import AttributeValue
 from . import attributes, redaction, semconv
 from .content import ContentRenderer
 from .errors import end_error_type, record_end
-from .safety import guarded, safe_str
+from .safety import guarded, internal_error, safe_str
 from .telemetry import Telemetry
 
 logger = logging.getLogger("flowra_otel")
@@ -43,6 +43,7 @@ class ToolInvocation:
         "model_name",
         "name",
         "redacted_fields",
+        "run_name",
         "span",
         "start_ns",
         "telemetry",
@@ -77,9 +78,11 @@ class ToolInvocation:
         self.metric_extra = metric_extra
         self.start_ns = start_ns
         self.tool_use = tool_use
-        # The model chose ``model_name``. A name the request did not offer is model output: content
+        # The model chose ``model_name``; hooks may have changed it (``current``, the call that
+        # runs). A name the request did not offer is model output, whoever passed it on: content
         # (and an unbounded metric series), so spans and metrics name a fixed placeholder instead.
-        # A name a hook chose (application code, already applied here) is the tool that runs.
+        # Only an offered name is trusted, the model's or a hook's: a hook that merely normalises
+        # names (strips a ``functions.`` prefix) must not make an invented name pass as a tool.
         # Plain ASCII strings (every tool use flowra makes) are taken as they are: no call each.
         model_name = getattr(model_tool_use, "name", "")
         self.model_name = model_name if type(model_name) is str and model_name.isascii() else safe_str(model_name)
@@ -88,11 +91,9 @@ class ToolInvocation:
             current = safe_str(current)
         # Not known yet: the placeholder until the agent's next request tells (``offered_now``).
         self.unverified = offered is None
+        self.run_name = current
         offered_description = offered.get(current) if offered is not None else None
-        if current != self.model_name:
-            self.name = current
-        else:
-            self.name = current if offered_description is not None else semconv.INVENTED_TOOL_NAME
+        self.name = current if offered_description is not None else semconv.INVENTED_TOOL_NAME
         self.description = offered_description or ""
         self.redacted_fields: list[str] = []
         self.ended = False
@@ -137,12 +138,12 @@ class ToolInvocation:
             return
         self.unverified = False
         span = self.span
-        description = offered.get(self.model_name)
+        description = offered.get(self.run_name)
         if description is None:  # invented by the model: its name is content
             if self.content is not None and span.is_recording():
                 span.set_attribute(semconv.FLOWRA_TOOL_REQUESTED_NAME, self.content.text(self.model_name))
             return
-        self.name = self.model_name
+        self.name = self.run_name
         self.description = description
         span.update_name(f"{semconv.OP_EXECUTE_TOOL} {self.name}")
         span.set_attribute(semconv.GEN_AI_TOOL_NAME, self.name)
@@ -184,7 +185,7 @@ class ToolInvocation:
             if is_error or self.content is not None:  # else the result leaves nothing on the span
                 self._apply_result(result, is_error=is_error, error_kind=error_kind)
         except Exception:
-            logger.exception("flowra_otel: could not record a tool result; its span still ends")
+            internal_error("flowra_otel: could not record a tool result; its span still ends")
         finally:
             self.span.end(end_time=end_ns)
         if self.telemetry.instruments.enabled:
@@ -201,7 +202,7 @@ class ToolInvocation:
             content = self.content
             record_end(self.span, error=error, reason=reason, render=content.text if content is not None else None)
         except Exception:
-            logger.exception("flowra_otel: could not record how a tool span ended; it still ends")
+            internal_error("flowra_otel: could not record how a tool span ended; it still ends")
         finally:
             self.span.end(end_time=end)
         if self.telemetry.instruments.enabled:
@@ -246,4 +247,4 @@ class ToolInvocation:
                 error_type=error_type,
             )
         except Exception:
-            logger.exception("flowra_otel: could not record the metrics of a tool span")
+            internal_error("flowra_otel: could not record the metrics of a tool span")

@@ -13,12 +13,13 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from flowra.agent import Event, HookContext, HookRegistry
-from flowra.lib.tool_loop import ToolLoopConfig
+from flowra.lib.tool_loop import ToolLoopAgent, ToolLoopConfig
 from flowra.lib.tool_loop import hook_events as _events
 from flowra.lib.tool_loop.spec import ToolLoopResult, ToolLoopStatus
 from flowra.llm import LLMProvider, LLMRequest, LLMResponse, StopReason, ToolResultBlock, ToolUseBlock, Usage
 from flowra.runtime import AgentRuntime
 from flowra.runtime.engine import Engine
+from flowra.tools import ToolRegistry
 
 try:  # flowra >= 0.0.6
     from flowra.lib.tool_loop.tool_call import ToolCallSpec
@@ -55,21 +56,27 @@ __all__ = [
     "agent_llm_config",
     "agent_name_of",
     "child_index_of",
+    "children_of",
     "context_of_registry",
     "events",
     "forward_target",
     "handler_map",
+    "is_completed",
     "node_id_of",
     "node_of_step_task",
+    "offered_tools",
     "owning_agent_path",
     "parent_of",
     "provider_class_of",
     "registry_context",
     "registry_handlers",
+    "resumed_run_id",
+    "run_id_of",
     "runtime_services",
     "runtime_storage",
     "services_of",
     "spawned_tool_uses",
+    "tool_call_of",
 ]
 
 events = _events
@@ -282,3 +289,76 @@ def owning_agent_path(node: Any) -> str:
         if parent_path and path.startswith(parent_path + "/"):
             return parent_path
     return path
+
+
+# ---------------------------------------------------------------------------------- durable runs
+def run_id_of(node: Any) -> str:
+    """The node id of the run a node belongs to: its root's (``r<run number>``, the same after a
+    resume: every runtime from 0.0.3 to 0.0.8 builds the root as ``f"r{run_id}"`` and restores
+    node ids from the execution snapshot)."""
+    root = node
+    parent = parent_of(root)
+    while parent is not None:
+        root, parent = parent, parent_of(parent)
+    return node_id_of(root)
+
+
+async def resumed_run_id(storage: Any) -> str | None:
+    """The root node id of the run ``resume()`` is about to continue, from the execution snapshot
+    flowra saved (``node_id`` of its root, 0.0.3 - 0.0.8), or None when there is none."""
+    execution = await storage.load_execution()
+    node_id = execution.get("node_id") if isinstance(execution, dict) else None
+    return node_id if isinstance(node_id, str) and node_id else None
+
+
+def children_of(node: Any) -> list[Any]:
+    """A node's children while it waits for them (``Spawn``), else none."""
+    children = getattr(node, "children", None)
+    return list(children) if isinstance(children, list) else []
+
+
+def is_completed(node: Any) -> bool:
+    status = getattr(node, "status", None)
+    return getattr(status, "value", status) == "completed"
+
+
+_TOOL_CALL_AGENT: Final[Any] = ToolLoopAgent.__agent_definition__.subagents.get("tool_call")
+_TOOL_CALL_DEFINITION: Final[Any] = getattr(_TOOL_CALL_AGENT, "__agent_definition__", _TOOL_CALL_AGENT)
+
+
+def tool_call_of(node: Any) -> tuple[Any, Any] | None:
+    """For a tool-call node (flowra's tool-call agent), the tool use it runs, as every
+    ``BeforeToolCallEvent`` hook left it, and its ``ToolCallSpec`` (None when only the tool use
+    is known); None for any other node. The spec is the node's agent spec (0.0.7+) or, before
+    its first step ran, its pending spec; a call waiting for an agent it called (0.0.6+) keeps
+    the tool use in its own ``tool_use`` slot."""
+    for spec in (getattr(node, "agent_spec", None), getattr(node, "pending_spec", None)):
+        if isinstance(spec, ToolCallSpec):
+            return spec.tool_use, spec
+    if _TOOL_CALL_DEFINITION is None or getattr(node, "defn", None) is not _TOOL_CALL_DEFINITION:
+        return None
+    snapshot = getattr(getattr(node, "scope", None), "snapshot", None)
+    stored = snapshot() if snapshot is not None else None
+    tool_use = stored.get("tool_use") if isinstance(stored, dict) else None
+    return (tool_use, None) if isinstance(tool_use, ToolUseBlock) else None
+
+
+def offered_tools(node: Any, spec: Any) -> dict[str, str]:
+    """The tools a tool loop's requests offer for a call made under ``spec`` (name ->
+    description): its ``ToolRegistry``'s, less those the call's allow / deny lists rule out (a
+    name in neither is kept out only when an allow list exists; ``spec`` None: no lists)."""
+    registry = services_of(node).get(ToolRegistry)
+    get = getattr(registry, "get_llm_tools", None)
+    out: dict[str, str] = {}
+    for tool in get() if get is not None else ():
+        name, description = getattr(tool, "name", None), getattr(tool, "description", None)
+        if isinstance(name, str):
+            out[name] = description if isinstance(description, str) else ""
+    allowed = getattr(spec, "allowed_tools", None)
+    denied = getattr(spec, "denied_tools", None)
+    return {
+        name: description
+        for name, description in out.items()
+        if (not isinstance(allowed, set | frozenset) or name in allowed)
+        and (not isinstance(denied, set | frozenset) or name not in denied)
+    }

@@ -14,6 +14,7 @@ import logging
 from typing import Any, Final
 
 from ...core.options import TraceOptions
+from ...core.safety import internal_error
 from ...core.telemetry import Telemetry
 from . import patches, registry_view
 from ._flowra import (
@@ -69,6 +70,21 @@ class HookRegistryAdapter:
             return
         for event_type in SPAN_EVENTS:
             registry.on(event_type, self._on_event)
+            if type(registry) is not HookRegistry:
+                self._register_as_is(registry, event_type)
+
+    def _register_as_is(self, registry: HookRegistry, event_type: type[Any]) -> None:
+        """A subclass's own ``on`` may wrap the handler (a timing or error-logging registry) or
+        keep it elsewhere: then it is also registered as is, with flowra's own ``on``, so the
+        plugin can tell which events an ``OtelHooks`` sees (``registry_view``). The wrapped one
+        still runs as the subclass arranged; it only claims an event the plugin traces once."""
+        for handler in registry_handlers(registry, event_type) or ():
+            if getattr(handler, "__self__", None) is self and registry_view.is_plugin_handler(handler):
+                return
+        try:
+            HookRegistry.on(registry, event_type, self._on_event)
+        except Exception:  # not a HookRegistry underneath (its __init__ never ran): not traceable
+            logger.warning("flowra_otel: %s keeps no flowra handler list; its events are not traced", type(registry))
 
     @staticmethod
     def child_registry(
@@ -97,7 +113,7 @@ class HookRegistryAdapter:
         try:
             step.book.claim(self, step, event.data, event.context)
         except Exception:
-            logger.exception("flowra_otel: internal error handling %s; the agent is unaffected", type(event.data))
+            internal_error(f"flowra_otel: internal error handling {type(event.data)}; the agent is unaffected")
 
     def __repr__(self) -> str:
         return f"HookRegistryAdapter(capture_content={self.options.capture_content})"

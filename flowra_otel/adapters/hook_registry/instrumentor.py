@@ -1,7 +1,7 @@
 """Zero-code instrumentation: ``opentelemetry-instrument python app.py`` traces a flowra app.
 
 The ``opentelemetry_instrumentor`` entry point ``flowra`` names `FlowraInstrumentor`, so
-``opentelemetry-instrument`` (from ``opentelemetry-distro``) finds it by itself; in code::
+``opentelemetry-instrument`` (from ``opentelemetry-instrumentation``) finds it by itself; in code::
 
     from flowra_otel.instrumentor import FlowraInstrumentor
     FlowraInstrumentor().instrument()          # before the app builds its HookRegistry / AgentRuntime
@@ -11,19 +11,22 @@ one ``AgentRuntime`` / older ``ToolLoopAgent`` versions create when none is give
 wraps ``HookRegistry.__init__`` so that every registry created from then on carries one shared
 `OtelHooks`, exactly as if the app had written ``hooks.add(OtelHooks())``. Registries that already
 exist are left alone. A child registry (``OtelHooks.child_registry``, or any registry that
-forwards with ``propagate_to``) gets the hooks too; that is harmless, as each event is traced
-once, by the first ``OtelHooks`` that sees it. An `OtelHooks` the app adds itself to a registry
-replaces the instrumentor's on that registry, so the app's own options (content capture,
-redaction, providers) always apply to its agents.
+forwards with ``propagate_to``) gets the hooks too; each event is still traced once, by the app's
+own `OtelHooks` if one sees it (on the child or where it forwards), else by the first that sees
+it. An `OtelHooks` the app adds itself to a registry replaces the instrumentor's on that
+registry, so the app's own options (content capture, redaction, providers) always apply to its
+agents.
 
 Keyword arguments of ``instrument()`` are passed to `OtelHooks` (``tracer_provider``,
 ``meter_provider``, ``capture_content``, ...); without them the global providers are used (set
 up by ``opentelemetry-instrument`` before instrumentors run) and content capture follows
 ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``.
 
-Nothing exported is the classic zero-code failure: ``opentelemetry-instrument`` without
-``opentelemetry-distro`` (or with ``OTEL_TRACES_EXPORTER=none``) loads the instrumentors but
-installs no tracer provider, so the app runs, traces nothing visible and says nothing. When the
+What ``opentelemetry-instrument`` exports is set up by this package's distro and configurator
+(``flowra_otel.distro``): ``configure_telemetry()`` from the same variables. Nothing exported is
+the classic zero-code failure: ``opentelemetry-instrument`` with no configurator (or one named
+by ``OTEL_PYTHON_CONFIGURATOR`` that is not installed) loads the instrumentors but installs no
+tracer provider, so the app runs, traces nothing visible and says nothing. When the
 first ``HookRegistry`` is created after ``instrument()`` (without an explicit ``tracer_provider``)
 and the global tracer provider is still the API's placeholder, a warning says so, once per
 process, with the fix. It is checked then and not inside ``instrument()``, because an app may
@@ -48,6 +51,7 @@ import wrapt
 from opentelemetry import trace
 from opentelemetry.sdk.environment_variables import OTEL_SDK_DISABLED
 
+from ... import distro
 from ...core.telemetry import Telemetry
 from . import patches
 from ._flowra import HookRegistry
@@ -71,6 +75,8 @@ else:
 
 __all__ = ["FlowraInstrumentor"]
 
+from ...core.safety import internal_error
+
 logger = logging.getLogger("flowra_otel")
 
 _INSTRUMENTS: Final = ("flowra >= 0.0.3, < 0.0.9",)
@@ -86,10 +92,10 @@ on every ``FlowraInstrumentor()``."""
 
 NO_PROVIDER_WARNING: Final = (
     "flowra_otel: FlowraInstrumentor is tracing flowra agents, but no OpenTelemetry tracer provider "
-    "is installed, so their spans go nowhere. With opentelemetry-instrument: install "
-    "opentelemetry-distro (pip install 'flowra-otel[instrument]') and set OTEL_EXPORTER_OTLP_ENDPOINT "
-    "(or OTEL_TRACES_EXPORTER=console). In code: call flowra_otel.export.configure_telemetry() before "
-    "the agents are built, or pass instrument(tracer_provider=...)."
+    "is installed, so their spans go nowhere. With opentelemetry-instrument: install flowra-otel's "
+    "distro (pip install 'flowra-otel[instrument]'), or name it (OTEL_PYTHON_CONFIGURATOR=flowra). "
+    "In code: call flowra_otel.export.configure_telemetry() before the agents are built, or pass "
+    "instrument(tracer_provider=...)."
 )
 _warned_no_provider = False
 
@@ -119,7 +125,7 @@ def _registry_init_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) 
     try:
         instance.add(hooks)
     except Exception:
-        logger.exception("flowra_otel: could not add OtelHooks to a new HookRegistry; the agent is unaffected")
+        internal_error("flowra_otel: could not add OtelHooks to a new HookRegistry; the agent is unaffected")
 
 
 def _is_wrapped() -> bool:
@@ -144,6 +150,11 @@ class FlowraInstrumentor(BaseInstrumentor):
             if not _is_wrapped():
                 _state["original"] = HookRegistry.__dict__[_INIT]
                 wrapt.wrap_function_wrapper(HookRegistry, _INIT, _registry_init_wrapper)
+        if kwargs.get("tracer_provider") is None:
+            try:  # opentelemetry-distro's defaults instead of configure_telemetry's: say so, once
+                distro.warn_if_another_distro_is_in_charge()
+            except Exception:
+                logger.debug("flowra_otel: could not check which distro set the process up", exc_info=True)
 
     def _uninstrument(self, **kwargs: Any) -> None:
         with _lock:

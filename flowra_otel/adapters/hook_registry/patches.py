@@ -13,11 +13,17 @@
    first event.
 2. ``HookRegistry.emit``: lets the run's ``SpanBook`` finish an event after *all* handlers,
    wherever registered, have run: values are recorded post-hook, never before a redaction hook.
+   While any event's handlers run, ``IN_HOOKS`` is set: a model call or an agent run a hook makes
+   there (a small model scrubbing a value it is given raw) records no content.
 3. ``AgentRuntime.run`` / ``resume``: one ``SpanBook`` per call, holding the caller's current
    context (the parent of the root ``invoke_agent``) and ended, with everything in it, when the
    call returns or raises. This is what makes concurrent runs on one registry never mix.
 4. ``call`` of every ``LLMProvider`` subclass: a provider call made by a custom agent (no tool-loop
-   events) gets a ``chat`` span of its own.
+   events) gets a ``chat`` span of its own. Only an ``async def`` (plain, ``staticmethod`` or
+   ``classmethod``) is wrapped, in the same kind, so it binds and is called exactly as before;
+   any other ``call`` (a callable object such as an ``AsyncMock``, a ``functools.partial``, a
+   property or another descriptor, a plain ``def``) is left as it is: its direct calls get no
+   ``chat`` span, and the provider behaves exactly as without the plugin.
 
 Plain functions, not wrapper objects: flowra's own coroutine is returned untouched outside a run,
 for steps nothing traces and for events the plugin does not trace, so an untraced event or step
@@ -34,13 +40,14 @@ import inspect
 import logging
 import threading
 import time
+import types
 from contextvars import ContextVar
 from typing import Any, Final
 
 from opentelemetry import context as otel_context
 
 from ...core import current_span
-from ...core.safety import guarded
+from ...core.safety import guarded, internal_error
 from ._flowra import (
     EXECUTE_NODE,
     AgentRuntime,
@@ -49,12 +56,13 @@ from ._flowra import (
     LLMProvider,
     handler_map,
     node_of_step_task,
+    resumed_run_id,
     runtime_storage,
 )
 from .durable import NodeStateLinkStore
 from .registry_view import PLUGIN_HANDLERS, may_be_traced
 from .span_book import DELTA_EVENT_TYPES, INTERESTING_EVENTS, SpanBook
-from .step_scope import StepScope
+from .step_scope import IN_HOOKS, StepScope
 
 logger = logging.getLogger("flowra_otel")
 
@@ -94,14 +102,21 @@ def _patched_run(original: Any, *, resume: bool) -> Any:
                 node = step.node if step is not None and step.book is outer else _node_of_current_step()
                 parent = outer.context_for_node(node) if node is not None else None
             storage = runtime_storage(self)
-            link_store = NodeStateLinkStore(storage) if storage is not None else None
-            resumed = await link_store.load() if resume and link_store is not None else None
+            link_store: NodeStateLinkStore | None = None
+            resumed: dict[str, Any] | None = None
+            if storage is not None:  # a durable run: its trace link is kept per run (``durable``)
+                link_store = NodeStateLinkStore(storage, await resumed_run_id(storage) if resume else None)
+                resumed = await link_store.load() if resume else None
             book = SpanBook(
-                parent if parent is not None else otel_context.get_current(), link_store=link_store, resumed=resumed
+                parent if parent is not None else otel_context.get_current(),
+                link_store=link_store,
+                resumed=resumed,
+                resuming=resume,
+                content=not IN_HOOKS.get(),  # a run a hook started is given the hook's value raw
             )
             token = _CURRENT_BOOK.set(book)
         except Exception:
-            logger.exception("flowra_otel: could not start tracing this run; the agent is unaffected")
+            internal_error("flowra_otel: could not start tracing this run; the agent is unaffected")
         try:
             result = await original(self, *args, **kwargs)
         except BaseException as exc:
@@ -129,6 +144,8 @@ def _patched_execute_node(original: Any) -> Any:
         book = _CURRENT_BOOK.get()
         if book is None or book.closed:
             return original(node)
+        if book.resuming:  # the first steps of a resumed run: reopen what the run was doing
+            guarded(book.reopen, node)
         agents = book.agents
         if id(node) in agents:  # a tool loop this run traces: the common case, inline
             return _traced_step(book, node, None, original)
@@ -140,7 +157,7 @@ def _patched_execute_node(original: Any) -> Any:
         try:
             wanted, tool_context = book.step_needs(node)
         except Exception:
-            logger.exception("flowra_otel: could not look up the spans of a step")
+            internal_error("flowra_otel: could not look up the spans of a step")
             return original(node)
         if not wanted:
             return original(node)
@@ -180,7 +197,7 @@ def _node_of_current_step() -> Any:
     try:
         return node_of_step_task(asyncio.current_task())
     except Exception:
-        logger.exception("flowra_otel: could not read the node of the current step")
+        internal_error("flowra_otel: could not read the node of the current step")
         return None
 
 
@@ -224,6 +241,23 @@ async def _finished_when_awaited(
     return data
 
 
+def _in_hooks(original: Any, registry: Any, data: Any) -> Any:
+    """flowra's own ``emit``, with ``IN_HOOKS`` set while its handlers run (whatever the event:
+    a hook of any of them may hand a value to a model or an agent run, which then records no
+    content). A plain registry with no handler for the event gets flowra's coroutine untouched."""
+    if (type(registry) is HookRegistry and not handler_map(registry).get(type(data))) or IN_HOOKS.get():
+        return original(registry, data)
+    return _marked(original(registry, data))
+
+
+async def _marked(emitting: Any) -> Any:
+    token = IN_HOOKS.set(True)
+    try:
+        return await emitting
+    finally:
+        IN_HOOKS.reset(token)
+
+
 def _patched_emit(original: Any) -> Any:
     @functools.wraps(original)
     def emit(self: Any, data: Any) -> Any:
@@ -234,12 +268,12 @@ def _patched_emit(original: Any) -> Any:
         book = _CURRENT_BOOK.get()
         cls = type(data)
         if book is None or cls not in INTERESTING_EVENTS or book.closed:
-            return original(self, data)
+            return _in_hooks(original, self, data)
         step = _CURRENT_STEP.get()
         if step is not None and step.book is book:
             if cls in DELTA_EVENT_TYPES:
                 guarded(book.chunk, step.node)
-                return original(self, data)
+                return _in_hooks(original, self, data)
             # The plugin's own handler alone on a plain registry (``hooks.add(OtelHooks())`` and no
             # hook of the user's on this event, the common case): no handler can change the event,
             # so the agent awaits a coroutine that acts on it and hands it back: no ``Event``
@@ -258,16 +292,16 @@ def _patched_emit(original: Any) -> Any:
         # registry with no handler for the event (the common case of a run nothing traces) is
         # read inline; anything else asks whether an OtelHooks can see the event.
         if cls in DELTA_EVENT_TYPES or (type(self) is HookRegistry and not handler_map(self).get(cls)):
-            return original(self, data)
+            return _in_hooks(original, self, data)
         if not may_be_traced(self, cls):
-            return original(self, data)  # no OtelHooks can see it: nothing to finish after the hooks
+            return _in_hooks(original, self, data)  # no OtelHooks can see it: nothing to finish after the hooks
         try:
             step = _adopt_step(book)
         except Exception:
-            logger.exception("flowra_otel: could not adopt a step")
+            internal_error("flowra_otel: could not adopt a step")
             step = None
         if step is None:
-            return original(self, data)  # not inside an engine step
+            return _in_hooks(original, self, data)  # not inside an engine step
         return book.emit(step, original, self, data)
 
     return emit
@@ -277,47 +311,51 @@ def _patched_emit(original: Any) -> Any:
 _IN_PROVIDER_CALL: ContextVar[bool] = ContextVar("flowra_otel.in_provider_call", default=False)
 
 
-def _patched_provider_call(original: Any) -> Any:
+def _patched_provider_call(original: Any, *, bound_first: bool) -> Any:
+    """The traced replacement of an ``async def call``; ``bound_first``: its first argument is
+    the instance (a method) or the class (a classmethod), not the request (a staticmethod)."""
+
     @functools.wraps(original)
-    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def call(*args: Any, **kwargs: Any) -> Any:
         """A provider call made by an agent that is not a tool loop gets its own ``chat`` span.
 
         Tool loops already trace their calls through Before/AfterLLMCallEvent, so a call made
         while the node's tool-loop chat span is open is left alone: never two ``chat`` spans for
         one call (nor for a provider that delegates to another). Not ``async`` (but marked a
         coroutine function, as the original is): a call the plugin does not trace gets the
-        provider's own coroutine, untouched.
+        provider's own coroutine, untouched. Called with exactly the arguments it was given.
         """
         book = _CURRENT_BOOK.get()
         if book is None or book.closed or _IN_PROVIDER_CALL.get():
-            return original(self, *args, **kwargs)
+            return original(*args, **kwargs)
         # Steps of agents whose registry carries an OtelHooks are wrapped (``SpanBook.step_needs``),
         # so a step without a scope has no OtelHooks to own its calls.
         step = _CURRENT_STEP.get()
         if step is None or step.book is not book:
-            return original(self, *args, **kwargs)
+            return original(*args, **kwargs)
         agent = book.agents.get(id(step.node))
         if agent is not None and agent.chat is not None and not step.frames:
-            return original(self, *args, **kwargs)  # the tool loop's own call: traced by its events
+            return original(*args, **kwargs)  # the tool loop's own call: traced by its events
         chat = None
         try:
-            chat = book.start_direct_chat(step, args[0] if args else kwargs.get("request"))
+            first = 1 if bound_first else 0
+            request = args[first] if len(args) > first else kwargs.get("request")
+            chat = book.start_direct_chat(step, request)
         except Exception:
-            logger.exception("flowra_otel: could not start a chat span for a direct provider call")
+            internal_error("flowra_otel: could not start a chat span for a direct provider call")
         if chat is None:
-            return original(self, *args, **kwargs)
-        return _traced_call(book, chat, original, self, args, kwargs)
+            return original(*args, **kwargs)
+        return _traced_call(book, chat, original, args, kwargs)
 
-    if inspect.iscoroutinefunction(original):
-        inspect.markcoroutinefunction(call)
+    inspect.markcoroutinefunction(call)
     return call
 
 
-async def _traced_call(book: SpanBook, chat: Any, original: Any, provider: Any, args: Any, kwargs: Any) -> Any:
+async def _traced_call(book: SpanBook, chat: Any, original: Any, args: Any, kwargs: Any) -> Any:
     flag = _IN_PROVIDER_CALL.set(True)
-    ctx_token = current_span.attach(current_span.context_with(chat.span))
+    ctx_token = current_span.attach(chat.provider_context())
     try:
-        response = await original(provider, *args, **kwargs)
+        response = await original(*args, **kwargs)
     except BaseException as exc:
         guarded(book.end_direct_chat, chat, None, exc)
         raise
@@ -328,15 +366,30 @@ async def _traced_call(book: SpanBook, chat: Any, original: Any, provider: Any, 
     return response
 
 
+def _traced_attribute(original: Any) -> Any:
+    """The replacement of a provider class's ``call`` attribute, of the same kind (so it binds,
+    and is called, exactly as the original), or None for a kind the plugin leaves alone."""
+    kind = type(original)
+    func = original.__func__ if kind is staticmethod or kind is classmethod else original
+    if type(func) is not types.FunctionType or not inspect.iscoroutinefunction(func):
+        return None
+    replacement = _patched_provider_call(func, bound_first=kind is not staticmethod)
+    setattr(replacement, _MARK, original)
+    return replacement if kind is types.FunctionType else kind(replacement)
+
+
 _INIT_SUBCLASS: Final = "__init_subclass__"
 _wrapped_providers: list[type] = []
 
 
 def _wrap_provider_class(cls: type) -> None:
     original = cls.__dict__.get("call")
-    if original is None or hasattr(original, _MARK) or not callable(original):
+    if original is None or _is_ours(original):
         return
-    _replace(cls, "call", _patched_provider_call(original), original)
+    replacement = _traced_attribute(original)
+    if replacement is None:
+        return  # a kind of ``call`` the plugin leaves alone
+    _restore(cls, "call", replacement)  # the same kind of attribute, wrapped
     _wrapped_providers.append(cls)
 
 
@@ -413,8 +466,8 @@ def uninstall() -> None:
         while _wrapped_providers:
             cls = _wrapped_providers.pop()
             current = cls.__dict__.get("call")
-            if current is not None and hasattr(current, _MARK):
-                _restore(cls, "call", getattr(current, _MARK))
+            if current is not None and _is_ours(current):
+                _restore(cls, "call", getattr(getattr(current, "__func__", current), _MARK))
         init_subclass = LLMProvider.__dict__.get(_INIT_SUBCLASS)
         if init_subclass is not None and getattr(init_subclass, "__func__", None) is _init_subclass:
             delattr(LLMProvider, _INIT_SUBCLASS)

@@ -8,12 +8,10 @@ provider calls (and so whether its steps need a scope from their start).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ._flowra import DELTA_EVENTS, HookRegistry, events, forward_target, handler_map, registry_handlers, services_of
-
-if TYPE_CHECKING:
-    from .hooks import HookRegistryAdapter
+from .owner import Owner
 
 PLUGIN_HANDLERS: set[Any] = set()
 """The functions ``OtelHooks`` registers (filled in by ``hooks.py``): how a handler is told apart."""
@@ -40,8 +38,17 @@ def may_be_traced(registry: Any, event_type: type[Any], depth: int = 0) -> bool:
     return False
 
 
-def owner_on(node: Any) -> HookRegistryAdapter | None:
-    """The ``OtelHooks`` on the ``HookRegistry`` a node's agent receives, if any.
+def takes_over(current: Owner | None, candidate: Owner) -> bool:
+    """Whether ``candidate`` traces an event rather than ``current`` (the ``OtelHooks`` that saw
+    it first, or None): the first one to see it does, except that an app's own ``OtelHooks`` takes
+    over from the zero-code instrumentor's. A registry made while instrumented carries the
+    instrumentor's, and a child registry forwards to the app's; the app's options always apply."""
+    return current is None or (current._auto and not candidate._auto)
+
+
+def owner_on(node: Any) -> Owner | None:
+    """The ``OtelHooks`` on the ``HookRegistry`` a node's agent receives, if any (the app's own
+    before the zero-code instrumentor's, following ``propagate_to`` forwarders as events do).
 
     A custom agent emits no events, so no handler ever claims its provider calls; the
     plugin traces them only when the registry that agent is given carries an ``OtelHooks``.
@@ -53,14 +60,27 @@ def owner_on(node: Any) -> HookRegistryAdapter | None:
     registry = services.get(HookRegistry) if type(services) is dict else services_of(node).get(HookRegistry)
     if registry is None:
         return None
+    return _owner_in(registry, 0)
+
+
+def _owner_in(registry: Any, depth: int) -> Owner | None:
     if type(registry) is HookRegistry:
-        handlers = handler_map(registry).get(events.BeforeLLMCallEvent)
+        handlers = handler_map(registry).get(events.BeforeLLMCallEvent) or ()
     else:
-        handlers = registry_handlers(registry, events.BeforeLLMCallEvent)
-    for handler in handlers or ():
-        if is_plugin_handler(handler):
-            return handler.__self__  # type: ignore[no-any-return]
-    return None
+        handlers = registry_handlers(registry, events.BeforeLLMCallEvent) or ()
+    owner: Owner | None = None
+    for handler in handlers:
+        if is_plugin_handler(handler) and takes_over(owner, handler.__self__):
+            owner = handler.__self__
+    if owner is None or not owner._auto or depth >= 8:
+        return owner
+    # Only the zero-code one here: an app's own OtelHooks this registry forwards to takes over.
+    for handler in handlers:
+        target = forward_target(handler)
+        found = _owner_in(target, depth + 1) if target is not None else None
+        if found is not None and not found._auto:
+            return found
+    return owner
 
 
 _TEXT_DELTA, _THINKING_DELTA = DELTA_EVENTS
@@ -77,4 +97,4 @@ def is_streaming(registry: Any) -> bool:
     return any(bool(has(cls)) for cls in DELTA_EVENTS)
 
 
-__all__ = ["PLUGIN_HANDLERS", "is_plugin_handler", "is_streaming", "may_be_traced", "owner_on"]
+__all__ = ["PLUGIN_HANDLERS", "is_plugin_handler", "is_streaming", "may_be_traced", "owner_on", "takes_over"]

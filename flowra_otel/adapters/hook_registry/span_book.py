@@ -26,7 +26,7 @@ import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from opentelemetry.context import Context
 from opentelemetry.trace import Span
@@ -38,7 +38,7 @@ from ...core.current_span import context_with
 from ...core.durable_link import LinkStore
 from ...core.field_tracker import FieldTracker
 from ...core.run_state import RunState
-from ...core.safety import guarded, safe_str, utf8_safe
+from ...core.safety import guarded, internal_error, safe_str, utf8_safe
 from ...core.tool_invocation import ToolInvocation
 from ._flowra import (
     CONTINUATION_TYPES,
@@ -54,22 +54,28 @@ from ._flowra import (
     agent_llm_config,
     agent_name_of,
     child_index_of,
+    children_of,
     context_of_registry,
     events,
+    forward_target,
     handler_map,
+    is_completed,
     node_id_of,
+    offered_tools,
     owning_agent_path,
     parent_of,
     provider_class_of,
     registry_context,
+    registry_handlers,
+    run_id_of,
+    services_of,
     spawned_tool_uses,
+    tool_call_of,
 )
 from .messages import MESSAGES
-from .registry_view import PLUGIN_HANDLERS, is_streaming, owner_on
-from .step_scope import EmitFrame, StepScope
-
-if TYPE_CHECKING:
-    from .hooks import HookRegistryAdapter
+from .owner import Owner
+from .registry_view import PLUGIN_HANDLERS, is_plugin_handler, is_streaming, owner_on, takes_over
+from .step_scope import IN_HOOKS, EmitFrame, StepScope
 
 logger = logging.getLogger("flowra_otel")
 
@@ -84,10 +90,28 @@ _MAX_SCOPES = 256
 """Engine scopes whose OtelHooks ownership one run remembers (beyond that, it is read per step)."""
 
 
+def runs_handlers_itself(registry: Any) -> bool:
+    """Whether ``SpanBook.emit`` runs the handler loop of ``registry`` itself (with the ledger
+    watching each handler): flowra's ``HookRegistry`` and every subclass of it, whose handlers
+    and context live in ``HookRegistry``'s own slots, whatever the subclass overrides."""
+    return isinstance(registry, HookRegistry)
+
+
 class SpanBook:
     """All open spans of one ``AgentRuntime.run``/``resume`` call."""
 
-    __slots__ = ("agents", "caller_context", "closed", "interrupted", "owners", "run")
+    __slots__ = (
+        "agents",
+        "caller_context",
+        "closed",
+        "content",
+        "interrupted",
+        "owners",
+        "reopened",
+        "restored",
+        "resuming",
+        "run",
+    )
 
     def __init__(
         self,
@@ -95,13 +119,21 @@ class SpanBook:
         *,
         link_store: LinkStore | None = None,
         resumed: Mapping[str, Any] | None = None,
+        content: bool = True,
+        resuming: bool = False,
     ) -> None:
         self.caller_context = caller_context
+        # False: the run was started by a hook (``IN_HOOKS``), whose value it may be given raw: no content.
+        self.content = content
         self.agents: dict[int, AgentInvocation] = {}
         self.owners: dict[int, tuple[Any, bool]] = {}  # id(engine scope) -> (scope, has an OtelHooks)
         self.run = RunState(link_store=link_store, resumed=resumed)
         self.closed = False
         self.interrupted = False  # a step raised flowra's interrupt (0.0.7 then ends the whole run)
+        # ``resume()``: the run's tree, restored by flowra, is read at its first step (``reopen``).
+        self.resuming = resuming
+        self.restored: dict[int, Any] = {}  # id(node) -> node, for every node the resume restored
+        self.reopened: set[AgentInvocation] = set()  # agents whose tool calls ``reopen`` reopened
 
     # ------------------------------------------------------------------ emit (patched)
     async def emit(self, step: StepScope, original: Emit, registry: Any, data: Any) -> Any:
@@ -113,8 +145,9 @@ class SpanBook:
         flowra's own (same ``Event`` envelope, same live handler list, same order, same awaiting;
         identical in 0.0.3 - 0.0.8), run here so that an ``OtelHooks`` handler is a claim made in
         place (no call, no context lookup), and the redaction ledger sees each other handler's
-        change. A registry subclass keeps its own ``emit``; its ``OtelHooks`` handlers then claim
-        when called.
+        change. The same for a registry subclass (``runs_handlers_itself``): this is flowra's own
+        ``emit`` body, reached through the subclass (an overridden ``emit`` ran around it), reading
+        the handler list and context flowra keeps in ``HookRegistry``'s own slots.
         """
         cls = type(data)
         frames = step.frames
@@ -130,27 +163,7 @@ class SpanBook:
         else:  # forwarded by propagate_to: the outermost emit owns the event
             frame = frames[-1]
         try:
-            if type(registry) is HookRegistry:
-                event = Event(data=data, context=context_of_registry(registry))
-                handlers = handler_map(registry).get(cls)
-                if handlers:
-                    tracker = frame.tracker
-                    for handler in handlers:
-                        if getattr(handler, "__func__", None) in PLUGIN_HANDLERS:
-                            if frame.owner is None:  # the first OtelHooks to see an event traces it
-                                frame.owner = handler.__self__
-                                frame.hook_context = event.context
-                            continue
-                        if tracker is not None:
-                            guarded(tracker.start)
-                        result = handler(event)
-                        if inspect.isawaitable(result):
-                            await result
-                        if tracker is not None:
-                            tracker.after(getattr(event.data, tracker.field, None), handler)
-                result = event.data
-            else:
-                result = await original(registry, data)
+            result = await self._run_handlers(frame, original, registry, data)
         except BaseException as exc:
             if outer:
                 frames.pop()
@@ -167,16 +180,47 @@ class SpanBook:
                 await self.run.persist()
         return result
 
+    @staticmethod
+    async def _run_handlers(frame: EmitFrame, original: Emit, registry: Any, data: Any) -> Any:
+        """The handlers of one emit, each watched by the ledger, with ``IN_HOOKS`` set while
+        they run (a model call or an agent run a handler makes records no content); returns the
+        event as they left it."""
+        in_hooks = IN_HOOKS.set(True)
+        try:
+            if not (type(registry) is HookRegistry or runs_handlers_itself(registry)):
+                return await original(registry, data)
+            event = Event(data=data, context=context_of_registry(registry))
+            tracker = frame.tracker
+            for handler in handler_map(registry).get(type(data)) or ():
+                if getattr(handler, "__func__", None) in PLUGIN_HANDLERS:
+                    # The first OtelHooks to see an event traces it; the app's own takes over
+                    # from the zero-code one (a child registry carries both).
+                    if takes_over(frame.owner, handler.__self__):
+                        frame.owner = handler.__self__
+                        frame.hook_context = event.context
+                    continue
+                if tracker is not None:
+                    guarded(tracker.start)
+                result = handler(event)
+                if inspect.isawaitable(result):
+                    await result
+                if tracker is not None:
+                    tracker.after(getattr(event.data, tracker.field, None), handler)
+            return event.data
+        finally:
+            IN_HOOKS.reset(in_hooks)
+
     def chunk(self, node: Any) -> None:
         agent = self.agents.get(id(node))
         if agent is not None and agent.chat is not None:
             agent.chat.chunk()
 
-    def claim(self, owner: HookRegistryAdapter, step: StepScope, data: Any, hook_context: Any) -> None:
+    def claim(self, owner: Owner, step: StepScope, data: Any, hook_context: Any) -> None:
         """Called by an ``OtelHooks`` handler (a registry subclass's own emit called it): the
-        first one to see an event traces it, once every handler has run."""
+        first one to see an event traces it (the app's own before the zero-code one), once every
+        handler has run."""
         frames = step.frames
-        if frames and frames[-1].owner is None and type(frames[-1].data) is type(data):
+        if frames and takes_over(frames[-1].owner, owner) and type(frames[-1].data) is type(data):
             frames[-1].owner = owner
             frames[-1].hook_context = hook_context
 
@@ -192,7 +236,7 @@ class SpanBook:
         self,
         step: StepScope,
         data: Any,
-        owner: HookRegistryAdapter,
+        owner: Owner,
         registry: Any,
         start_ns: int,
         tracker: FieldTracker | None,
@@ -237,7 +281,7 @@ class SpanBook:
                     stamp=run.last_stamp if run.stamp_owner is owner.telemetry else run.stamp(owner.telemetry),
                     streaming=is_streaming(registry),
                     start_ns=start_ns,
-                    content=agent.content,
+                    content=agent.renderer,
                     agent_name=agent.name,
                     provider_class=agent.provider_class,
                     metric_extra=self.run.metric_extra,
@@ -247,14 +291,16 @@ class SpanBook:
                 if exc is not None:
                     agent.end_chat(exc)
                     return
-                if agent.content is not None:  # content capture only
+                if chat.content is not None:  # content capture only
                     chat.record_request(request)
                     agent.record_system(request)
-                step.attach(chat.span)
+                step.attach(chat.provider_context())
             elif cls is events.BeforeToolCallEvent:
                 self._tool_announced(agent, owner, data, tracker, start_ns, exc)
             elif cls is events.AfterToolCallEvent:
                 called = agent.tool_for_result(data.tool_use)
+                if called is not None and agent in self.reopened and not _same_call(called.tool_use, data.tool_use):
+                    called = None  # a call that completed before the resume: it has no span here
                 if called is not None:
                     if exc is not None:
                         called.fail(exc)
@@ -266,12 +312,12 @@ class SpanBook:
             elif cls is events.MessageAcceptedEvent:
                 self.run.accept_metadata(owner.telemetry, data.metadata or {}, self._open_spans())
         except Exception:
-            logger.exception("flowra_otel: internal error handling %s; the agent is unaffected", type(data).__name__)
+            internal_error(f"flowra_otel: internal error handling {type(data).__name__}; the agent is unaffected")
 
     def _tool_announced(
         self,
         agent: AgentInvocation,
-        owner: HookRegistryAdapter,
+        owner: Owner,
         data: Any,
         tracker: FieldTracker | None,
         start_ns: int,
@@ -312,9 +358,7 @@ class SpanBook:
                 if tool is not None and not tool.ended:
                     yield tool.span
 
-    def _start_agent(
-        self, node: Any, owner: HookRegistryAdapter, registry: Any, hook_context: Any, start_ns: int
-    ) -> AgentInvocation:
+    def _start_agent(self, node: Any, owner: Owner, registry: Any, hook_context: Any, start_ns: int) -> AgentInvocation:
         path = utf8_safe(agent_name_of(node))
         # The emitting registry's own HookContext names the agent; a forwarded event reaches
         # the plugin re-wrapped with the *target's* context, so prefer the outermost registry's.
@@ -340,6 +384,12 @@ class SpanBook:
             attrs.update(config)
         is_root = parent is self.caller_context
         links = self.run.root_links(attrs) if is_root else []
+        if is_root:  # a durable run's trace link is kept under its own run's key
+            bind = getattr(self.run.link_store, "bind", None)
+            if bind is not None:
+                bind(run_id_of(node))
+        elif self.restored.get(id(node)) is node:  # running when the run stopped; resumed now
+            attrs[semconv.FLOWRA_AGENT_RESUMED] = True
         agent = AgentInvocation(
             owner.telemetry,
             parent,
@@ -349,7 +399,7 @@ class SpanBook:
             attrs=attrs,
             links=links,
             start_ns=start_ns,
-            content=owner.options.content_renderer(MESSAGES),
+            content=owner.options.content_renderer(MESSAGES) if self.content else None,
             metric_extra=self.run.metric_extra,
         )
         if is_root:
@@ -372,6 +422,7 @@ class SpanBook:
                     return
                 if isinstance(result, SPAWN_TYPE):
                     agent.tools_spawned(spawned_tool_uses(result) or [])
+                    self.reopened.discard(agent)  # a new batch: every call of it has its span
                 elif isinstance(result, CONTINUATION_TYPES):
                     return
                 elif INTERRUPTED_TYPE is not None and isinstance(result, INTERRUPTED_TYPE):
@@ -393,7 +444,7 @@ class SpanBook:
                 if tool is not None:
                     tool.fail(exc)
         except Exception:
-            logger.exception("flowra_otel: internal error at the end of a step; the agent is unaffected")
+            internal_error("flowra_otel: internal error at the end of a step; the agent is unaffected")
 
     def _end_agent(
         self, agent: AgentInvocation, error: BaseException | None, *, reason: str | None = None, result: Any = None
@@ -423,13 +474,69 @@ class SpanBook:
         self.agents.clear()
         self.owners.clear()
 
+    # ------------------------------------------------------------------ durable resume
+    def reopen(self, node: Any) -> None:
+        """The first step of a resumed run (``resume()``; ``node``: any node of its first engine
+        cycle, which the engine creates before any of them runs): flowra restored the whole tree
+        of the run that stopped and runs its pending nodes again. Read once, outermost first:
+        every tool loop still waiting for its tool calls gets its ``invoke_agent`` span again
+        (the run's root linked to the trace it continues, any other ``flowra.agent.resumed``),
+        and each of its tool calls still running its ``execute_tool`` span (its arguments as the
+        hooks left them), so what runs below (a sub-agent the stop interrupted) nests under them:
+        one continued trace, not a trace per resumed agent."""
+        self.resuming = False
+        root = node
+        while parent_of(root) is not None:
+            root = parent_of(root)
+        pending = [root]
+        while pending:
+            current = pending.pop(0)  # breadth first: parents before their children
+            self.restored[id(current)] = current
+            children = children_of(current)
+            pending.extend(children)
+            if is_completed(current) or id(current) in self.agents:
+                continue
+            calls = [tool_call_of(child) for child in children]
+            if all(call is None for call in calls):
+                continue  # not a tool loop waiting for its tool calls
+            registry = services_of(current).get(HookRegistry)
+            owner = _tracing_owner(registry, 0) if registry is not None else None
+            if owner is None:
+                continue
+            agent = self._start_agent(current, owner, registry, None, time.time_ns())
+            self.reopened.add(agent)
+            batch: list[ToolInvocation | None] = []
+            for child, call in zip(children, calls, strict=True):
+                if call is None or is_completed(child):
+                    batch.append(None)  # its result is in: reported by the next AfterToolCallEvent
+                    continue
+                tool_use, spec = call
+                tool = ToolInvocation(
+                    owner.telemetry,
+                    agent.context,
+                    tool_use,
+                    tool_use,
+                    agent_name=agent.name,
+                    stamp=self.run.stamp(owner.telemetry),
+                    start_ns=time.time_ns(),
+                    content=agent.content,
+                    offered=offered_tools(current, spec),
+                    metric_extra=self.run.metric_extra,
+                    shapes=agent.tool_shapes,
+                )
+                agent.tool_calls += 1
+                if tool.content is not None:
+                    tool.called(None)
+                batch.append(tool)
+            agent.tools = batch
+
     # ------------------------------------------------------------------ direct provider calls
     def start_direct_chat(self, step: StepScope, request: Any) -> ChatInvocation | None:
         """A provider call made by a custom (non tool-loop) agent's step; None = not ours to trace.
 
-        A call made while a traced event's handlers run (a hook asking a small model to scrub a
-        value) gets a span without content: the value it carries may be the very one being
-        redacted.
+        A call made while any event's handlers run (a hook asking a small model to scrub a value,
+        ``IN_HOOKS``), or in a run a hook started, gets a span without content: the value it
+        carries may be the very one being redacted.
         """
         node = step.node
         owner = owner_on(node)
@@ -442,7 +549,9 @@ class SpanBook:
             stamp=self.run.stamp(owner.telemetry),
             streaming=False,
             start_ns=time.time_ns(),
-            content=None if step.frames else owner.options.content_renderer(MESSAGES),
+            content=(
+                None if step.frames or IN_HOOKS.get() or not self.content else owner.options.content_renderer(MESSAGES)
+            ),
         )
         chat.record_request(request)
         return chat
@@ -507,6 +616,26 @@ class SpanBook:
                 return context_with(agent.span, self.caller_context), None
             prev, cur = cur, parent_of(cur)
         return self.caller_context, None
+
+
+def _same_call(a: Any, b: Any) -> bool:
+    return a is b or getattr(a, "id", None) == getattr(b, "id", None)
+
+
+def _tracing_owner(registry: Any, depth: int) -> Owner | None:
+    """The ``OtelHooks`` that would trace a tool loop's AfterToolCallEvent on ``registry``: the
+    one that claims it first in flowra's handler order (``propagate_to`` targets included), the
+    app's own taking over from the zero-code one, as ``emit`` decides."""
+    owner: Owner | None = None
+    for handler in registry_handlers(registry, events.AfterToolCallEvent) or ():
+        if is_plugin_handler(handler):
+            found: Owner | None = handler.__self__
+        else:
+            target = forward_target(handler)
+            found = _tracing_owner(target, depth + 1) if target is not None and depth < 8 else None
+        if found is not None and takes_over(owner, found):
+            owner = found
+    return owner
 
 
 __all__ = ["DELTA_EVENT_TYPES", "INTERESTING_EVENTS", "SpanBook"]

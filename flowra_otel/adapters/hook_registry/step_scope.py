@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import time
-from contextvars import Token
-from typing import TYPE_CHECKING, Any
+from contextvars import ContextVar, Token
+from typing import Any, Protocol
 
 from opentelemetry.context import Context
-from opentelemetry.trace import Span
 
 from ...core import current_span
 from ...core.field_tracker import FieldTracker
+from .owner import Owner
 
-if TYPE_CHECKING:
-    from .hooks import HookRegistryAdapter
-    from .span_book import SpanBook
+IN_HOOKS: ContextVar[bool] = ContextVar("flowra_otel.in_hooks", default=False)
+"""True while the handlers of any event run (in their task, and the tasks they start): a model
+call or an agent run a hook makes there records no content, since the value it is given may be
+the very one being redacted. Set by the emit patch, whatever the event and whatever registry."""
 
 
 class EmitFrame:
@@ -33,9 +34,18 @@ class EmitFrame:
         self.data = data
         self.registry = registry
         self.start_ns = time.time_ns()
-        self.owner: HookRegistryAdapter | None = None
+        self.owner: Owner | None = None
         self.hook_context: Any = None
         self.tracker: FieldTracker | None = None
+
+
+class Book(Protocol):
+    """What a step and the adapter's handlers need of the run's ``span_book.SpanBook`` (which
+    imports this module, so this one names it by what it does)."""
+
+    def claim(self, owner: Owner, step: StepScope, data: Any, hook_context: Any) -> None: ...
+
+    def step_ended(self, step: StepScope, result: Any, exc: BaseException | None) -> None: ...
 
 
 class StepScope:
@@ -44,19 +54,20 @@ class StepScope:
 
     __slots__ = ("book", "frames", "node", "task", "token")
 
-    def __init__(self, book: SpanBook, node: Any) -> None:
+    def __init__(self, book: Book, node: Any) -> None:
         self.book = book
         self.node = node
         self.frames: list[EmitFrame] = []
         self.token: Token[Context] | None = None
         self.task: asyncio.Task[Any] | None = None
 
-    def attach(self, span: Span) -> None:
-        """Make ``span`` current for the provider call, so HTTP or SDK instrumentations nest under it."""
+    def attach(self, context: Context) -> None:
+        """Make ``context`` (the chat span's, ``ChatInvocation.provider_context``) current for the
+        provider call, so HTTP or SDK instrumentations nest under the span (or fold into it)."""
         if self.token is not None:
             self.detach()
         self.task = asyncio.current_task()
-        self.token = current_span.attach(current_span.context_with(span))
+        self.token = current_span.attach(context)
 
     def detach(self) -> None:
         token, self.token = self.token, None
@@ -64,4 +75,4 @@ class StepScope:
             current_span.detach(token)
 
 
-__all__ = ["EmitFrame", "StepScope"]
+__all__ = ["IN_HOOKS", "Book", "EmitFrame", "StepScope"]

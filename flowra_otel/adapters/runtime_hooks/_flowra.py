@@ -5,7 +5,10 @@ The hook code of these releases (``agent/flow/hooks.py``, ``agent/runtime/spans.
 byte-identical; this is the only module of the adapter that reads flowra's private names:
 ``HooksImpl``'s handler resolution (to run an event's handler loop as flowra does, with the
 redaction ledger watching each handler) and the runtime's storage and current root node (where a
-durable run's trace link is kept). ``check()`` verifies them when tracing is installed.
+durable run's trace link is kept). One exception, for speed: ``emit_patch`` reads the handler
+storage (``hooks._root._events``, a subscription's ``handler``, ``hooks._context``) inline on
+every emit, to see whether an event has a handler at all. ``check()`` verifies them all when
+tracing is installed.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any, Final
 from flowra.agent import AgentRuntime, AgentSpan, FlowingVar
 from flowra.agent import InterruptedError as FlowraInterruptedError
 from flowra.agent.flow import TimeoutAgent
-from flowra.agent.flow.hooks import Event, HooksImpl
+from flowra.agent.flow.hooks import Event, HooksImpl, HookSubscription
 from flowra.lib.chat import ChatAgent
 from flowra.lib.observability import LLMCallSpan, TextDeltaEvent, ThinkingDeltaEvent, ToolCallSpan
 from flowra.lib.turn import TurnAgent
@@ -25,11 +28,13 @@ from flowra.lib.turn.tool_call import ToolCallAgent
 from flowra.llm import StopReason, ToolResultBlock, UserMessage
 
 __all__ = [
+    "CALLS_EVENT",
     "CONTENT_EVENTS",
     "CUT_OFF_STOP_REASONS",
     "DELTA_EVENTS",
     "LEDGER_FIELDS",
     "PLUMBING_AGENTS",
+    "UNCHANGED_ALONE",
     "AgentRuntime",
     "AgentSpan",
     "ChatAgent",
@@ -52,6 +57,8 @@ __all__ = [
     "root_node_id",
     "run_node_id",
     "runtime_storage",
+    "subscribe",
+    "subscribe_span",
 ]
 
 PLUMBING_AGENTS: Final[tuple[type[Any], ...]] = (ToolCallAgent, TimeoutAgent)
@@ -65,18 +72,28 @@ LEDGER_FIELDS: Final[dict[type[Any], str]] = {
 }
 """Tool events whose payload field hooks may replace, and whose changes the ledger records."""
 
+CALLS_EVENT: Final[type[Any] | None] = getattr(events, "BeforeToolCallsEvent", None)
+"""0.0.92+: one model message's calls, which a hook may answer itself (None before 0.0.92)."""
+
 CONTENT_EVENTS: Final[frozenset[type[Any]]] = frozenset(
-    {
+    t
+    for t in (
         events.StartTurnEvent,
         events.MessageAcceptedEvent,
-        events.BeforeToolCallsEvent,
+        CALLS_EVENT,
         events.BeforeToolCallEvent,
         events.AfterToolCallEvent,
         events.ResultMessageEvent,
-    }
+    )
+    if t is not None
 )
 """Events the adapter acts on once every handler has run (and whose handlers see values a hook
 may be about to redact: an agent run started inside them records no content)."""
+
+UNCHANGED_ALONE: Final[frozenset[type[Any]]] = frozenset({events.BeforeToolCallEvent})
+"""Content events the adapter learns nothing from when no handler but its marker saw them: no hook
+changed the call, so the ``ToolCallSpan``'s tool use is the call as the model made it (and the
+ledger has nothing to record)."""
 
 DELTA_EVENTS: Final[frozenset[type[Any]]] = frozenset({TextDeltaEvent, ThinkingDeltaEvent})
 """Streaming chunks: watched when emitted (time to first chunk), never subscribed to (a handler
@@ -106,9 +123,27 @@ def may_stream(hooks: Any, context: Any) -> bool:
     """Whether flowra streams the LLM call whose span was opened in ``context`` (the span event's
     ``ExecutionContext``): ``LLMCaller`` streams when the calling agent's hooks have a delta
     handler that would fire there, so the same check runs on a view of the runtime's hooks for
-    that context (a handler scoped to another agent does not count)."""
+    that context (a handler scoped to another agent does not count). No delta handler at all,
+    the usual case, is seen without building the view."""
+    group = hooks._root._events
+    for event_type in DELTA_EVENTS:
+        if group.global_subscriptions.get(event_type) or group.scoped_subscriptions.get(event_type):
+            break
+    else:
+        return False
     view = hooks.for_agent(context) if context is not None else hooks
     return any(view.has_handlers(t) for t in DELTA_EVENTS)
+
+
+def subscribe(hooks: Any, event_type: type[Any], handler: Callable[..., Any]) -> None:
+    """``hooks.on(event_type, handler)`` with flowra's own ``HooksImpl.on``, never a subclass's
+    override (which may wrap the handler): the handler stays the bound method it is."""
+    HooksImpl.on(hooks, event_type, handler)
+
+
+def subscribe_span(hooks: Any, span_type: type[Any], handler: Callable[..., Any]) -> None:
+    """``hooks.on_span(span_type, handler)`` with flowra's own ``HooksImpl.on_span`` (see ``subscribe``)."""
+    HooksImpl.on_span(hooks, span_type, handler)
 
 
 def context_of(hooks: Any) -> Any:
@@ -159,6 +194,16 @@ async def run_node_id(runtime: Any, storage: Any, resumed: bool) -> str | None:
     return f"r{counter}" if type(counter) is int else None
 
 
+def _has_handler_storage(hooks: Any) -> bool:
+    """``hooks._root._events.global_subscriptions`` / ``.scoped_subscriptions``: what ``emit``
+    reads to see whether an event has any handler (``emit_patch``; flowra's ``__resolve`` reads
+    the same), and the subscriptions' ``handler``."""
+    group = getattr(getattr(hooks, "_root", None), "_events", None)
+    return isinstance(getattr(group, "global_subscriptions", None), dict) and isinstance(
+        getattr(group, "scoped_subscriptions", None), dict
+    )
+
+
 def check(runtime: Any) -> None:
     """Fail now, with a clear message, if this flowra's internals are not the ones read above."""
     hooks = getattr(runtime, "hooks", None)
@@ -170,10 +215,22 @@ def check(runtime: Any) -> None:
             ("HooksImpl.__resolve", callable(getattr(HooksImpl, "_HooksImpl__resolve", None))),
             ("HooksImpl.__context", isinstance(getattr(HooksImpl, "_HooksImpl__context", None), property)),
             ("HooksImpl.for_agent", callable(getattr(HooksImpl, "for_agent", None))),
+            ("HooksImpl._root._events (handler storage)", _has_handler_storage(hooks)),
             ("runtime.flowing", hasattr(runtime, "flowing")),
         )
         if not ok
     ]
     if missing:
         msg = f"flowra_otel cannot trace this runtime: missing {', '.join(missing)} (flowra 0.0.86 - 0.0.93 expected)"
+        raise TypeError(msg)
+    services = getattr(runtime, "_AgentRuntime__services", None)
+    subscription = services.get(HookSubscription, hooks) if isinstance(services, dict) else hooks
+    if subscription is not hooks:
+        # flowra gives its agents hooks only from a HooksImpl service; runtime.hooks is then a
+        # HooksImpl of its own that no agent emits on: tracing it would record nothing, silently.
+        msg = (
+            f"flowra_otel cannot trace this runtime: its HookSubscription service is a "
+            f"{type(subscription).__name__}, not a flowra HooksImpl, so flowra gives its agents no hooks "
+            "(no spans, no events reach runtime.hooks); pass a HooksImpl (or a subclass of it)"
+        )
         raise TypeError(msg)

@@ -7,12 +7,14 @@ For the events in ``CONTENT_EVENTS`` on a runtime this adapter traces (its marke
 the event's handlers), the patched ``emit`` runs flowra's own loop itself (same ``Event``, same
 handlers in the same order, same awaiting, same exceptions), skips the marker, lets the redaction
 ledger watch each other handler, and then hands the event, as every handler left it, to the
-tracing that owns the marker. Every other event, and every event on a runtime this adapter does
-not trace, goes to flowra's own ``emit`` untouched (one set lookup).
+tracing that owns the marker (at once, with no loop, when the marker is the event's one
+handler). Every other event, and every event on a runtime this adapter does not trace, goes to
+flowra's own ``emit`` untouched (straight away when nothing subscribes to it).
 
-While the handlers of such an event run, ``IN_HOOKS`` is set: an agent run a hook starts there
-(a small model scrubbing a value) records no content, since the value it is given may be the very
-one being redacted. Streaming chunks are watched here too (time to first chunk), never subscribed.
+While the handlers of any event run (a content event or not, on any runtime), ``IN_HOOKS`` is
+set: an agent run a hook starts there (a small model scrubbing a value), or in a task the hook
+starts, records no content, since the value it is given may be the very one being redacted.
+Streaming chunks are watched here too (time to first chunk), never subscribed.
 """
 
 from __future__ import annotations
@@ -22,23 +24,38 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Coroutine
-from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
-from ...core.chat_invocation import ChatInvocation
 from ...core.field_tracker import FieldTracker
-from ...core.safety import guarded
-from ._flowra import CONTENT_EVENTS, DELTA_EVENTS, LEDGER_FIELDS, Event, HooksImpl, context_of, handlers_of
-
-if TYPE_CHECKING:
-    from .tracing import RuntimeTracing
+from ...core.safety import guarded, internal_error
+from ._flowra import (
+    CONTENT_EVENTS,
+    DELTA_EVENTS,
+    LEDGER_FIELDS,
+    UNCHANGED_ALONE,
+    Event,
+    HooksImpl,
+    context_of,
+    handlers_of,
+)
+from .task_state import CURRENT_CHAT, IN_HOOKS
 
 logger = logging.getLogger("flowra_otel")
 
-IN_HOOKS: ContextVar[bool] = ContextVar("flowra_otel_in_hooks", default=False)
-"""True while the handlers of a traced content event run (in their task, and tasks they start)."""
-CURRENT_CHAT: ContextVar[ChatInvocation | None] = ContextVar("flowra_otel_current_chat", default=None)
-"""The chat whose provider call runs in this task (set and reset by the LLM call's span handler)."""
+
+class EventSink(Protocol):
+    """What the patch needs of the tracing that owns a marker (``RuntimeTracing``): told once
+    every handler of a content event has run, it answers whether the run's trace link must be
+    saved again, which ``persist`` then does (awaited, in the agent's task)."""
+
+    def event_done(
+        self, event: Any, tracker: FieldTracker | None, start_ns: int, exc: BaseException | None
+    ) -> bool: ...
+
+    def data_done(self, data: Any, tracker: FieldTracker | None, exc: BaseException | None) -> bool: ...
+
+    async def persist(self) -> None: ...
+
 
 MARKERS: Final[set[Callable[..., Any]]] = set()
 """The unbound functions whose bound methods mark a tracing's subscription (``RuntimeTracing.on_event``)."""
@@ -71,8 +88,21 @@ def installed() -> bool:
 
 def _make_emit(original: Callable[..., Any]) -> Callable[..., Any]:
     def emit(self: Any, data: Any) -> Coroutine[Any, Any, Any]:
-        if type(data) not in _WATCHED:
-            return original(self, data)  # type: ignore[no-any-return]
+        cls = type(data)
+        # flowra's handler storage, read as its own emit reads it (``_flowra.check`` verifies it)
+        group = self._root._events
+        subscriptions = group.global_subscriptions.get(cls)
+        scoped = group.scoped_subscriptions.get(cls)
+        if not subscriptions and not scoped and cls not in DELTA_EVENTS:
+            return original(self, data)  # type: ignore[no-any-return]  # no handler runs: nothing to mark
+        if cls not in _WATCHED:
+            if IN_HOOKS.get():  # an event emitted by a hook: marked already
+                return original(self, data)  # type: ignore[no-any-return]
+            return _marked(original(self, data))
+        if not scoped and subscriptions is not None and len(subscriptions) == 1 and self._context is not None:
+            handler = subscriptions[0].handler  # a global subscription: no filter of ours, it always matches
+            if getattr(handler, "__func__", None) in MARKERS:
+                return _as_is(data) if cls in UNCHANGED_ALONE else _traced_alone(handler.__self__, data)
         return _emit_watched(self, data, original)
 
     emit.__doc__ = original.__doc__
@@ -81,21 +111,44 @@ def _make_emit(original: Callable[..., Any]) -> Callable[..., Any]:
     return emit
 
 
+async def _marked(emitting: Coroutine[Any, Any, Any]) -> Any:
+    """flowra's own ``emit`` of an event, with ``IN_HOOKS`` set while its handlers run."""
+    token = IN_HOOKS.set(True)
+    try:
+        return await emitting
+    finally:
+        IN_HOOKS.reset(token)
+
+
+async def _as_is(data: Any) -> Any:
+    """An event the tracing learns nothing from when no other handler saw it (``UNCHANGED_ALONE``)."""
+    return data
+
+
+async def _traced_alone(tracing: EventSink, data: Any) -> Any:
+    """A content event whose one handler is a tracing's marker: no handler runs, so none can
+    change it (no ``Event`` envelope, ledger or ``IN_HOOKS`` to set up); the tracing acts on it
+    when it is awaited, as flowra's own ``emit`` would have run the handlers."""
+    if tracing.data_done(data, None, None):
+        await tracing.persist()
+    return data
+
+
 async def _emit_watched(hooks: Any, data: Any, original: Callable[..., Any]) -> Any:
     cls = type(data)
     if cls in DELTA_EVENTS:
         chat = CURRENT_CHAT.get()
         if chat is not None:
             guarded(chat.chunk)
-        return await original(hooks, data)
+        return await _marked(original(hooks, data))
     handlers = handlers_of(hooks, cls)
-    tracing: RuntimeTracing | None = None
+    tracing: EventSink | None = None
     for handler in handlers:
         if getattr(handler, "__func__", None) in MARKERS:
             tracing = getattr(handler, "__self__", None)
             break
     if tracing is None:  # not a runtime this adapter traces: flowra's own loop
-        return await original(hooks, data)
+        return await _marked(original(hooks, data))
     event = Event(data=data, context=context_of(hooks))
     field = LEDGER_FIELDS.get(cls)
     tracker = _tracker(field, data)
@@ -128,8 +181,8 @@ def _tracker(field: str | None, data: Any) -> FieldTracker | None:
     try:
         return FieldTracker(field, getattr(data, field, None))
     except Exception:  # the ledger loses this event; the agent never notices
-        logger.exception("flowra_otel: could not start the redaction ledger of an event")
+        internal_error("flowra_otel: could not start the redaction ledger of an event")
         return None
 
 
-__all__ = ["CURRENT_CHAT", "IN_HOOKS", "MARKERS", "install", "installed", "uninstall"]
+__all__ = ["MARKERS", "EventSink", "install", "installed", "uninstall"]

@@ -142,16 +142,12 @@ def nearest_open(frame: Frame | None) -> Frame | None:
     return frame
 
 
-def enter(frame: Frame | None) -> Token[Context] | None:
-    """``FlowingVar`` ``on_enter``: make the frame's context current (flowra calls this and
-    ``exit`` in the engine's task, around each step's creation, so attach and detach pair up)."""
-    if frame is None or frame.context is None:
-        return None
-    return current_span.attach(frame.context)
+enter: Callable[[Frame | None], Token[Context] | None] = current_span.attach_held
+"""``FlowingVar`` ``on_enter``: make the frame's context current (flowra calls this and ``exit_``
+in the engine's task, around each step's creation, so attach and detach pair up)."""
 
-
-def exit_(token: Token[Context]) -> None:
-    current_span.detach(token)
+exit_: Callable[[Token[Context]], None] = current_span.detach
+"""``FlowingVar`` ``on_exit``: undo ``enter`` (never raises)."""
 
 
 RESUMING: ContextVar[RunScope | None] = ContextVar("flowra_otel_resuming", default=None)
@@ -186,7 +182,8 @@ def take[T](entries: dict[str, list[T]], call_id: str, match: Callable[[T], bool
     items = entries.get(call_id)
     if not items:
         return None
-    index = next((i for i, item in enumerate(items) if match(item)), 0)
+    # one entry (the usual case): it is the one, whether it matches or not
+    index = next((i for i, item in enumerate(items) if match(item)), 0) if len(items) > 1 else 0
     item = items.pop(index)
     if not items:
         del entries[call_id]

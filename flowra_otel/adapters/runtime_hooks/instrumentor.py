@@ -19,9 +19,11 @@ Keyword arguments of ``instrument()`` are passed to `OtelHooks` (``tracer_provid
 up by ``opentelemetry-instrument`` before instrumentors run) and content capture follows
 ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``.
 
-Nothing exported is the classic zero-code failure: ``opentelemetry-instrument`` without
-``opentelemetry-distro`` (or with ``OTEL_TRACES_EXPORTER=none``) loads the instrumentors but
-installs no tracer provider, so the app runs, traces nothing visible and says nothing. When the
+What ``opentelemetry-instrument`` exports is set up by this package's distro and configurator
+(``flowra_otel.distro``): ``configure_telemetry()`` from the same variables. Nothing exported is
+the classic zero-code failure: ``opentelemetry-instrument`` with no configurator (or one named
+by ``OTEL_PYTHON_CONFIGURATOR`` that is not installed) loads the instrumentors but installs no
+tracer provider, so the app runs, traces nothing visible and says nothing. When the
 first ``AgentRuntime`` is created after ``instrument()`` (without an explicit ``tracer_provider``)
 and the global tracer provider is still the API's placeholder, a warning says so, once per
 process, with the fix. It is checked then and not inside ``instrument()``, because an app may
@@ -46,6 +48,7 @@ import wrapt
 from opentelemetry import trace
 from opentelemetry.sdk.environment_variables import OTEL_SDK_DISABLED
 
+from ... import distro
 from ...core.telemetry import Telemetry
 from . import _flowra, emit_patch
 from ._flowra import AgentRuntime
@@ -71,6 +74,8 @@ else:
 
 __all__ = ["NO_PROVIDER_WARNING", "FlowraInstrumentor"]
 
+from ...core.safety import internal_error
+
 logger = logging.getLogger("flowra_otel")
 
 _INSTRUMENTS: Final = ("flowra >= 0.0.86, <= 0.0.93",)
@@ -90,10 +95,10 @@ _traced: weakref.WeakSet[RuntimeTracing] = weakref.WeakSet()
 
 NO_PROVIDER_WARNING: Final = (
     "flowra_otel: FlowraInstrumentor is tracing flowra agents, but no OpenTelemetry tracer provider "
-    "is installed, so their spans go nowhere. With opentelemetry-instrument: install "
-    "opentelemetry-distro (pip install 'flowra-otel[instrument]') and set OTEL_EXPORTER_OTLP_ENDPOINT "
-    "(or OTEL_TRACES_EXPORTER=console). In code: call flowra_otel.export.configure_telemetry() before "
-    "the agents are built, or pass instrument(tracer_provider=...)."
+    "is installed, so their spans go nowhere. With opentelemetry-instrument: install flowra-otel's "
+    "distro (pip install 'flowra-otel[instrument]'), or name it (OTEL_PYTHON_CONFIGURATOR=flowra). "
+    "In code: call flowra_otel.export.configure_telemetry() before the agents are built, or pass "
+    "instrument(tracer_provider=...)."
 )
 _warned_no_provider = False
 
@@ -125,7 +130,7 @@ def _runtime_init_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -
         with _lock:
             _traced.update(t for t in tracings_of(instance) if t.adapter is adapter)
     except Exception:
-        logger.exception("flowra_otel: could not trace a new AgentRuntime; the agent is unaffected")
+        internal_error("flowra_otel: could not trace a new AgentRuntime; the agent is unaffected")
 
 
 def _is_wrapped() -> bool:
@@ -151,6 +156,11 @@ class FlowraInstrumentor(BaseInstrumentor):
             if not _is_wrapped():
                 _state["original"] = AgentRuntime.__dict__[_INIT]
                 wrapt.wrap_function_wrapper(AgentRuntime, _INIT, _runtime_init_wrapper)
+        if kwargs.get("tracer_provider") is None:
+            try:  # opentelemetry-distro's defaults instead of configure_telemetry's: say so, once
+                distro.warn_if_another_distro_is_in_charge()
+            except Exception:
+                logger.debug("flowra_otel: could not check which distro set the process up", exc_info=True)
 
     def _uninstrument(self, **kwargs: Any) -> None:
         with _lock:
@@ -165,7 +175,7 @@ class FlowraInstrumentor(BaseInstrumentor):
             try:
                 _flowra.remove_global(tracing.runtime.hooks, tracing)
             except Exception:
-                logger.exception("flowra_otel: could not remove the instrumentor's hooks from a runtime")
+                internal_error("flowra_otel: could not remove the instrumentor's hooks from a runtime")
         emit_patch.uninstall()
 
     @property

@@ -21,7 +21,7 @@ from flowra.llm import (
     UserMessage,
 )
 
-from ...core.bounded_json import Blob
+from ...core.bounded_json import Blob, TextBlob, textual_media
 from ...core.content import Part, blob_modality
 
 
@@ -93,7 +93,7 @@ class RuntimeHooksMessages:
                         "type": "blob",
                         "modality": blob_modality(media_type),
                         "mime_type": media_type,
-                        "content": Blob(block.data),
+                        "content": (TextBlob if textual_media(media_type) else Blob)(block.data),
                     }
                 )
             else:

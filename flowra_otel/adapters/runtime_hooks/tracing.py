@@ -41,10 +41,10 @@ from ...core.chat_invocation import ChatInvocation
 from ...core.current_span import attach, context_with, detach
 from ...core.field_tracker import FieldTracker
 from ...core.run_state import RunState
-from ...core.safety import safe_str, utf8_safe
+from ...core.safety import internal_error, safe_str, utf8_safe
 from ...core.telemetry import Telemetry
 from ...core.tool_invocation import ToolInvocation
-from . import _flowra, emit_patch
+from . import _flowra
 from ._flowra import (
     CUT_OFF_STOP_REASONS,
     PLUMBING_AGENTS,
@@ -58,6 +58,7 @@ from ._flowra import (
 from .durable import EphemeralLinkStore
 from .frames import RESUMING, AgentScope, Frame, PendingResult, RunScope, enter, exit_, nearest_open, take
 from .messages import MESSAGES
+from .task_state import CURRENT_CHAT, IN_HOOKS
 
 logger = logging.getLogger("flowra_otel")
 
@@ -75,11 +76,13 @@ class RuntimeTracing:
         self.runtime = runtime
         self.frame: Any = runtime.flowing.create_var(default=None, on_enter=enter, on_exit=exit_)
         hooks = runtime.hooks
-        hooks.on_span(AgentSpan, self.on_agent_span)
-        hooks.on_span(LLMCallSpan, self.on_llm_span)
-        hooks.on_span(ToolCallSpan, self.on_tool_span)
+        # flowra's own ``on``/``on_span``: a ``HooksImpl`` subclass's override may wrap handlers,
+        # and the plugin must find its own subscriptions (``tracings_of``, the emit marker).
+        _flowra.subscribe_span(hooks, AgentSpan, self.on_agent_span)
+        _flowra.subscribe_span(hooks, LLMCallSpan, self.on_llm_span)
+        _flowra.subscribe_span(hooks, ToolCallSpan, self.on_tool_span)
         for event_type in _flowra.CONTENT_EVENTS:
-            hooks.on(event_type, self.on_event)
+            _flowra.subscribe(hooks, event_type, self.on_event)
 
     def on_event(self, event: Any) -> None:
         """The marker of this tracing's subscription: the patched ``emit`` never calls it; it acts
@@ -90,10 +93,12 @@ class RuntimeTracing:
         """An agent starts on a node (again, after a resume): its ``invoke_agent`` span."""
         try:
             span = event.data
-            stack = event.context.stack
-            depth = len(stack) - 1
             current = self.frame.get()
             parent = nearest_open(current)
+            if parent is not None and span.agent_info.source_type in PLUMBING_AGENTS and not span.is_resume:
+                return None  # flowra's machinery inside a traced run (a tool call's agent): no span
+            stack = event.context.stack
+            depth = len(stack) - 1
             run = parent.run if parent is not None else None
             if run is None and depth > 0:  # a resume reopens children outside their parents' values
                 run = RESUMING.get()
@@ -106,14 +111,14 @@ class RuntimeTracing:
                 return self._start_run(span, stack)
             return self._open_agent(span, stack, parent, run, depth)
         except Exception:
-            logger.exception("flowra_otel: internal error opening an agent's span; the agent is unaffected")
+            internal_error("flowra_otel: internal error opening an agent's span; the agent is unaffected")
             return None
 
     def _start_run(self, span: Any, stack: Any) -> Any:
         """The root of a run: the run's state first (a resumed run's trace link is read from
         flowra's session storage, hence a coroutine then), then its agent."""
         storage = _flowra.runtime_storage(self.runtime)
-        content = not emit_patch.IN_HOOKS.get()
+        content = not IN_HOOKS.get()
         if storage is None:
             run = RunScope(RunState(), content=content)
             return self._open_root(span, stack, run)
@@ -127,7 +132,7 @@ class RuntimeTracing:
             store = EphemeralLinkStore(storage, node_id) if node_id is not None else None
             resumed = await store.load() if store is not None and span.is_resume else None
         except Exception:
-            logger.exception("flowra_otel: could not read the trace link of a durable run")
+            internal_error("flowra_otel: could not read the trace link of a durable run")
         run = RunScope(RunState(link_store=store, resumed=resumed), content=content)
         on_exit = self._open_root(span, stack, run)
         await self.persist_run(run)
@@ -225,20 +230,23 @@ class RuntimeTracing:
                 agent.end_chat(withhold_output=scope.withhold_output)  # the previous call's hooks all ran
                 scope.withhold_output = False
                 run = scope.run
+                state = run.state
+                telemetry = self.telemetry
                 chat = ChatInvocation(
-                    self.telemetry,
+                    telemetry,
                     agent.context,
                     request,
-                    stamp=run.state.stamp(self.telemetry),
+                    # the run's stamp, read inline while it is this OtelHooks's (``RunState.stamp``)
+                    stamp=state.last_stamp if state.stamp_owner is telemetry else state.stamp(telemetry),
                     streaming=_flowra.may_stream(self.runtime.hooks, event.context),
                     start_ns=start_ns,
-                    content=agent.content,
+                    content=agent.renderer,
                     agent_name=agent.name,
                     metric_extra=run.state.metric_extra,
                     shapes=agent.chat_shapes,
                 )
                 agent.chat_started(chat, request)
-                if agent.content is not None:
+                if chat.content is not None:
                     chat.record_request(request)
                     agent.record_system(request)
             else:  # a call outside a traced agent (a tool that calls a model): a span of its own
@@ -257,11 +265,11 @@ class RuntimeTracing:
                     start_ns=start_ns,
                     content=None,
                 )
-            token = attach(context_with(chat.span))
-            chat_token = emit_patch.CURRENT_CHAT.set(chat)
-            return _LLMExit(scope, chat, span, token, chat_token)
+            token = attach(chat.provider_context())  # the span, and util-genai's cooperation key
+            chat_token = CURRENT_CHAT.set(chat)
+            return _LLMExit(self, scope, chat, span, token, chat_token)
         except Exception:
-            logger.exception("flowra_otel: internal error opening an LLM call's span; the agent is unaffected")
+            internal_error("flowra_otel: internal error opening an LLM call's span; the agent is unaffected")
             return None
 
     # ------------------------------------------------------------------ tool calls
@@ -270,9 +278,9 @@ class RuntimeTracing:
         try:
             span = event.data
             frame = nearest_open(self.frame.get())
-            depth = len(event.context.stack) - 1
             if frame is None:  # reopened by a resume, outside its parent's flowing value
                 run = RESUMING.get()
+                depth = len(event.context.stack) - 1
                 frame = nearest_open(run.resumed_parent(depth)) if run is not None else None
             scope = frame.agent if frame is not None else None
             if frame is None or scope is None:
@@ -281,7 +289,8 @@ class RuntimeTracing:
             agent.end_chat(withhold_output=scope.withhold_output)  # every BeforeToolCallEvent ran
             tool_use = span.tool_use
             call_id = safe_str(getattr(tool_use, "id", ""))
-            entry = take(scope.announced, call_id, lambda e: e[2] is tool_use)
+            # announced: by a BeforeToolCallEvent that a hook saw (none is noted when no hook did)
+            entry = take(scope.announced, call_id, lambda e: e[2] is tool_use) if scope.announced else None
             original, change = (entry[0], entry[1]) if entry is not None else (tool_use, None)
             tool = self._tool(scope, original, tool_use, time.time_ns())
             if change is not None or tool.content is not None:
@@ -290,23 +299,25 @@ class RuntimeTracing:
             child = Frame(context_with(tool.span, agent.context), scope.run, tool=tool, parent=frame)
             self.frame.set(child)
             if frame.run.resume_frames:
-                frame.run.resumed_at(depth, child)
+                frame.run.resumed_at(len(event.context.stack) - 1, child)
             return _ToolExit(scope, child, span, call_id)
         except Exception:
-            logger.exception("flowra_otel: internal error opening a tool call's span; the agent is unaffected")
+            internal_error("flowra_otel: internal error opening a tool call's span; the agent is unaffected")
             return None
 
     def _tool(
         self, scope: AgentScope, original: Any, tool_use: Any, start_ns: int, extra: attributes.Attributes | None = None
     ) -> ToolInvocation:
         agent = scope.invocation
+        state = scope.run.state
+        telemetry = self.telemetry
         tool = ToolInvocation(
-            self.telemetry,
+            telemetry,
             agent.context,
             original,
             tool_use,
             agent_name=agent.name,
-            stamp=scope.run.state.stamp(self.telemetry),
+            stamp=state.last_stamp if state.stamp_owner is telemetry else state.stamp(telemetry),
             start_ns=start_ns,
             content=agent.content,
             # None before the agent's first request: a call a resume reopened (named at settle)
@@ -322,8 +333,11 @@ class RuntimeTracing:
     def event_done(self, event: Any, tracker: FieldTracker | None, start_ns: int, exc: BaseException | None) -> bool:
         """Every handler of a content event ran (or one raised ``exc``). Returns whether the run's
         trace link should be saved again. Never raises."""
+        return self.data_done(event.data, tracker, exc)
+
+    def data_done(self, data: Any, tracker: FieldTracker | None, exc: BaseException | None) -> bool:
+        """``event_done`` for the event's data (the emit patch's path when no other handler ran)."""
         try:
-            data = event.data
             frame = nearest_open(self.frame.get())
             scope = frame.agent if frame is not None else None
             if frame is None:
@@ -334,7 +348,7 @@ class RuntimeTracing:
                     self._tool_answered(scope, data, tracker, exc)
                 elif cls is events.BeforeToolCallEvent:
                     self._tool_announced(scope, data, tracker, exc)
-                elif cls is events.BeforeToolCallsEvent:
+                elif cls is _flowra.CALLS_EVENT:
                     self._calls_announced(scope, data, exc)
                 elif cls is events.StartTurnEvent and exc is None:
                     scope.invocation.record_input(data.messages)
@@ -343,7 +357,7 @@ class RuntimeTracing:
                 state.accept_metadata(self.telemetry, data.metadata or {}, _open_spans(frame))
                 return state.persist_pending
         except Exception:
-            logger.exception("flowra_otel: internal error after an event's hooks; the agent is unaffected")
+            internal_error("flowra_otel: internal error after an event's hooks; the agent is unaffected")
         return False
 
     async def persist(self) -> None:
@@ -357,29 +371,28 @@ class RuntimeTracing:
             await run.state.persist()
 
     def _calls_announced(self, scope: AgentScope, data: Any, exc: BaseException | None) -> None:
-        """One model message's calls: note which a hook answered, and give a cut-off call its span."""
-        now = time.time_ns()
-        scope.calls_ns = now
-        if exc is not None:
-            return
-        scope.prefilled = {safe_str(k) for k in (data.results or {})}
-        chat = scope.invocation.chat
-        response = chat.response if chat is not None else None
-        tool_uses = list(data.tool_uses or ())
-        if response is None or not tool_uses or response.stop_reason not in CUT_OFF_STOP_REASONS:
+        """``BeforeToolCallsEvent`` (0.0.92+), one model message's calls: note which a hook answered."""
+        scope.calls_ns = time.time_ns()
+        if exc is None:
+            scope.prefilled = {safe_str(k) for k in (data.results or {})}
+
+    def response_arrived(self, scope: AgentScope, response: Any, now: int) -> None:
+        """A response that ends on a call it cut off (``max_tokens`` and the like): flowra answers
+        that call with an error and never runs it; it gets its span here (every release)."""
+        if response.stop_reason not in CUT_OFF_STOP_REASONS:
             return
         try:
             blocks = response.message.blocks or ()
         except ValueError:  # a response without an assistant message
             return
-        cut_off = tool_uses[-1]
-        if not blocks or blocks[-1] is not cut_off:
+        cut_off = blocks[-1] if blocks else None
+        if type(cut_off).__name__ != "ToolUseBlock":
             return
-        call_id = safe_str(cut_off.id)
+        scope.calls_ns = now
         tool = self._tool(scope, cut_off, cut_off, now, {semconv.FLOWRA_TOOL_CUT_OFF: True})
         if tool.content is not None:
             tool.called(None)  # the arguments as far as the model got (no hook sees this call)
-        scope.awaiting.append(PendingResult(call_id, tool, None, None, now))
+        scope.awaiting.append(PendingResult(safe_str(getattr(cut_off, "id", "")), tool, None, None, now))
 
     def _tool_announced(
         self, scope: AgentScope, data: Any, tracker: FieldTracker | None, exc: BaseException | None
@@ -409,7 +422,7 @@ class RuntimeTracing:
         now = time.time_ns()
         end_ns = scope.ended_tools.pop(tool, now) if tool is not None else now
         if tool is None:
-            if not data.prefilled and call_id not in scope.prefilled:
+            if not getattr(data, "prefilled", False) and call_id not in scope.prefilled:
                 return
             tool = self._tool(
                 scope, data.tool_use, data.tool_use, scope.calls_ns or now, {semconv.FLOWRA_TOOL_PREFILLED: True}
@@ -439,13 +452,22 @@ class _AgentExit:
         try:
             self.tracing.agent_ended(self.frame, self.span, error)
         except Exception:
-            logger.exception("flowra_otel: internal error ending an agent's span; the agent is unaffected")
+            internal_error("flowra_otel: internal error ending an agent's span; the agent is unaffected")
 
 
 class _LLMExit:
-    __slots__ = ("chat", "chat_token", "scope", "span", "token")
+    __slots__ = ("chat", "chat_token", "scope", "span", "token", "tracing")
 
-    def __init__(self, scope: AgentScope | None, chat: ChatInvocation, span: Any, token: Any, chat_token: Any) -> None:
+    def __init__(
+        self,
+        tracing: RuntimeTracing,
+        scope: AgentScope | None,
+        chat: ChatInvocation,
+        span: Any,
+        token: Any,
+        chat_token: Any,
+    ) -> None:
+        self.tracing = tracing
         self.scope = scope
         self.chat = chat
         self.span = span
@@ -456,9 +478,9 @@ class _LLMExit:
         now = time.time_ns()
         try:
             detach(self.token)  # the same task that attached it: the LLM call's step
-            emit_patch.CURRENT_CHAT.reset(self.chat_token)
+            CURRENT_CHAT.reset(self.chat_token)
         except Exception:
-            logger.exception("flowra_otel: could not restore the context after an LLM call")
+            internal_error("flowra_otel: could not restore the context after an LLM call")
         try:
             chat = self.chat
             response = self.span.response
@@ -466,6 +488,8 @@ class _LLMExit:
                 chat.respond(response, now)
                 if self.scope is None:
                     chat.stop()
+                else:
+                    self.tracing.response_arrived(self.scope, response, now)
                 return
             reason, failure = _end_reason(error) if error is not None else (semconv.END_ERROR, None)
             if self.scope is not None and self.scope.invocation.chat is chat:
@@ -473,7 +497,7 @@ class _LLMExit:
             else:
                 chat.fail(failure, reason=reason, end_ns=now)
         except Exception:
-            logger.exception("flowra_otel: internal error ending an LLM call's span; the agent is unaffected")
+            internal_error("flowra_otel: internal error ending an LLM call's span; the agent is unaffected")
 
 
 class _ToolExit:
@@ -500,7 +524,7 @@ class _ToolExit:
                 return
             self.scope.ended_tools[tool] = time.time_ns()  # the result is recorded later
         except Exception:
-            logger.exception("flowra_otel: internal error ending a tool call's span; the agent is unaffected")
+            internal_error("flowra_otel: internal error ending a tool call's span; the agent is unaffected")
 
 
 def _replaced_root(run: RunScope) -> Frame:
