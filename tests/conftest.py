@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pytest
@@ -27,6 +27,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from flowra_otel import OtelHooks
 from flowra_otel.adapters import flowra_version, line_of
+from flowra_otel.core.secret_scan import scan_text
 from tests.semconv_conformance import check_metrics, check_spans
 
 # The installed flowra decides which adapter's tests run: each line's tests import its API.
@@ -74,9 +75,57 @@ def otel_hooks(make_otel_hooks: Callable[..., OtelHooks]) -> OtelHooks:
     return make_otel_hooks()
 
 
+SENTINEL_SECRETS: tuple[str, ...] = (
+    "123-45-6789",  # runtime_hooks.support.SSN
+    "4111 1111 1111 1111",  # runtime_hooks.support.CARD (and the old line's)
+    "4111111111111111",
+    'tok-ARG-4f9e"q\\z',  # hook_registry.test_content_recorded_after_every_hook.SECRETS
+    'pw-RESULT-81c2"ü',
+    "exc-EXC-5d07ab",
+    "usr-USER-e3b1\tk9",
+    'pin-7731-"Ünï\\q',  # runtime_hooks.test_content_recorded_after_every_hook
+    "passport X-7788-\tQ",
+    "passport X-7788-SECRET",
+    "iban-DE89-3704-SECRET-0044",
+    "sk-live-0123456789abcdefSECRET",
+    "sk-live-ÄÖ-9f8e7d6c5b4a",
+    "sk-live-" + "4f9aQ" * 6,
+    "sk-proj-AbCdEf0123456789XyZ",
+    "alice.smith@example.com",
+    "ada.lovelace@example.com",
+    "AKIAIOSFODNN7EXAMPLE",
+    'hunter2"\\pässword',
+    "-----BEGIN PRIVATE KEY-----",
+)
+"""Secrets the tests put in tool results, arguments, messages, exceptions and metadata: none may
+ever appear in a log record the plugin emits (``no_internal_errors`` checks every test)."""
+
+
+def secrets_in_logs(records: Iterable[logging.LogRecord]) -> list[tuple[str, str, str]]:
+    """(logger, level, which sentinel) for every sentinel secret in the plugin's log records."""
+    return [
+        (r.name, r.levelname, f"SENTINEL_SECRETS[{finding.index}]")
+        for r in records
+        if r.name.startswith("flowra_otel")
+        for finding in scan_text(_logged_text(r), secrets=SENTINEL_SECRETS)
+    ]
+
+
+def _logged_text(record: logging.LogRecord) -> str:
+    """A record as a handler would write it: its message, and the traceback it carries."""
+    try:
+        return logging.Formatter().format(record)
+    except Exception:  # a record whose arguments do not format: its parts, as they are
+        return f"{record.msg!r} {record.args!r} {record.exc_info!r}"
+
+
 @pytest.fixture(autouse=True)
 def no_internal_errors(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
-    caplog.set_level(logging.WARNING, logger="flowra_otel")
+    """No internal error logged by the plugin (unless a test says how many it logs on purpose:
+    ``caplog.flowra_otel_expected_errors``), none by ``opentelemetry.context``, and no sentinel
+    secret in any record the plugin logs, at any level (unless the test logs one on purpose, as a
+    paired negative: ``caplog.flowra_otel_secrets_logged_on_purpose = True``)."""
+    caplog.set_level(logging.DEBUG, logger="flowra_otel")
     yield
     # The teardown phase has its own records: look at what setup and the test itself logged.
     records = caplog.get_records("setup") + caplog.get_records("call")
@@ -87,6 +136,10 @@ def no_internal_errors(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
     detach = [r for r in records if r.name == "opentelemetry.context" and r.levelno >= logging.ERROR]
     if detach:
         pytest.fail(f"opentelemetry.context logged {len(detach)} error(s): {detach}")
+    if not getattr(caplog, "flowra_otel_secrets_logged_on_purpose", False):
+        leaked = secrets_in_logs(records)
+        if leaked:
+            pytest.fail(f"flowra_otel logged a test secret (logger, level, which): {leaked}")
 
 
 class SpanLedger(SpanProcessor):

@@ -2,13 +2,14 @@
 
 One :class:`OtlpReceiver` listens on 127.0.0.1 (ephemeral ports) for
 
-* OTLP/gRPC: ``TraceService/Export`` and ``MetricsService/Export`` (servicers from
-  ``opentelemetry.proto.collector.*.v1.*_pb2_grpc`` on a ``grpc.server``);
-* OTLP/HTTP protobuf: ``POST /v1/traces`` and ``POST /v1/metrics`` (a ``ThreadingHTTPServer`` in a
-  thread; ``Content-Encoding: gzip`` / ``deflate`` are decoded),
+* OTLP/gRPC: ``TraceService/Export``, ``MetricsService/Export`` and ``LogsService/Export``
+  (servicers from ``opentelemetry.proto.collector.*.v1.*_pb2_grpc`` on a ``grpc.server``);
+* OTLP/HTTP protobuf: ``POST /v1/traces``, ``POST /v1/metrics`` and ``POST /v1/logs`` (a
+  ``ThreadingHTTPServer`` in a thread; ``Content-Encoding: gzip`` / ``deflate`` are decoded),
 
-keeps every accepted ``ExportTraceServiceRequest`` / ``ExportMetricsServiceRequest`` and flattens
-them into plain records (:class:`SpanRecord`, :class:`MetricPoint`) that tests can assert on::
+keeps every accepted ``ExportTraceServiceRequest`` / ``ExportMetricsServiceRequest`` /
+``ExportLogsServiceRequest`` and flattens them into plain records (:class:`SpanRecord`,
+:class:`MetricPoint`, :class:`LogRecordRecord`) that tests can assert on::
 
     with OtlpReceiver() as rx:
         exporter = OTLPSpanExporter(endpoint=rx.grpc_endpoint, insecure=True)
@@ -43,6 +44,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final, Literal, Self
 
 import grpc
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2, metrics_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
@@ -54,6 +56,7 @@ __all__ = [
     "EventRecord",
     "ExportAttempt",
     "LinkRecord",
+    "LogRecordRecord",
     "MetricPoint",
     "Mode",
     "OtlpReceiver",
@@ -63,13 +66,14 @@ __all__ = [
     "SpanRecord",
     "decode_any_value",
     "decode_attributes",
+    "flatten_logs",
     "flatten_metrics",
     "flatten_spans",
 ]
 
 Mode = Literal["ok", "error", "hang"]
 Protocol = Literal["grpc", "http"]
-Signal = Literal["traces", "metrics"]
+Signal = Literal["traces", "metrics", "logs"]
 MetricType = Literal["gauge", "sum", "histogram", "exponential_histogram", "summary"]
 
 type AttrValue = str | bool | int | float | bytes | tuple[AttrValue, ...] | dict[str, AttrValue] | None
@@ -77,6 +81,7 @@ type AttrValue = str | bool | int | float | bytes | tuple[AttrValue, ...] | dict
 
 TraceRequest = trace_service_pb2.ExportTraceServiceRequest
 MetricsRequest = metrics_service_pb2.ExportMetricsServiceRequest
+LogsRequest = logs_service_pb2.ExportLogsServiceRequest
 
 _MAX_HTTP_BODY: Final = 64 * 1024 * 1024
 _MAX_GRPC_MESSAGE: Final = 64 * 1024 * 1024
@@ -163,6 +168,24 @@ class MetricPoint:
     resource_attributes: dict[str, AttrValue] = field(default_factory=dict)
     scope_name: str = ""
     scope_version: str = ""
+    protocol: Protocol | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecordRecord:
+    """One log record as received (an event when ``event_name`` is set), ids in lowercase hex."""
+
+    event_name: str
+    body: AttrValue
+    attributes: dict[str, AttrValue]
+    trace_id: str | None
+    span_id: str | None
+    time_unix_nano: int
+    severity_number: int
+    severity_text: str
+    resource_attributes: dict[str, AttrValue]
+    scope_name: str
+    scope_version: str
     protocol: Protocol | None = None
 
 
@@ -278,6 +301,38 @@ def flatten_spans(
             for ss in rs.scope_spans:
                 for span in ss.spans:
                     out.append(_span_record(span, dict(resource_attributes), ss.scope.name, ss.scope.version, protocol))
+    return out
+
+
+def flatten_logs(requests: Iterable[LogsRequest | ReceivedRequest[LogsRequest]]) -> list[LogRecordRecord]:
+    """Every log record of the given requests, in arrival order."""
+    out: list[LogRecordRecord] = []
+    for item in requests:
+        protocol: Protocol | None
+        if isinstance(item, ReceivedRequest):
+            request, protocol = item.request, item.protocol
+        else:
+            request, protocol = item, None
+        for rl in request.resource_logs:
+            resource_attributes = decode_attributes(rl.resource.attributes)
+            for sl in rl.scope_logs:
+                for record in sl.log_records:
+                    out.append(
+                        LogRecordRecord(
+                            event_name=record.event_name,
+                            body=decode_any_value(record.body),
+                            attributes=decode_attributes(record.attributes),
+                            trace_id=_hex_or_none(record.trace_id),
+                            span_id=_hex_or_none(record.span_id),
+                            time_unix_nano=record.time_unix_nano,
+                            severity_number=int(record.severity_number),
+                            severity_text=record.severity_text,
+                            resource_attributes=dict(resource_attributes),
+                            scope_name=sl.scope.name,
+                            scope_version=sl.scope.version,
+                            protocol=protocol,
+                        )
+                    )
     return out
 
 
@@ -430,6 +485,15 @@ class _MetricsServicer(metrics_service_pb2_grpc.MetricsServiceServicer):
         return metrics_service_pb2.ExportMetricsServiceResponse()
 
 
+class _LogsServicer(logs_service_pb2_grpc.LogsServiceServicer):
+    def __init__(self, receiver: OtlpReceiver) -> None:
+        self._rx = receiver
+
+    def Export(self, request: LogsRequest, context: Any) -> logs_service_pb2.ExportLogsServiceResponse:  # noqa: N802
+        self._rx._grpc_export("logs", request, context)
+        return logs_service_pb2.ExportLogsServiceResponse()
+
+
 # --- HTTP side --------------------------------------------------------------------------------
 
 
@@ -467,6 +531,8 @@ class _HttpHandler(BaseHTTPRequestHandler):
             signal = "traces"
         elif self.path.split("?", 1)[0] == "/v1/metrics":
             signal = "metrics"
+        elif self.path.split("?", 1)[0] == "/v1/logs":
+            signal = "logs"
         else:
             self._reply(HTTPStatus.NOT_FOUND, b"unknown OTLP path")
             return
@@ -540,9 +606,11 @@ class OtlpReceiver:
         self._closing = threading.Event()
         self._traces: list[ReceivedRequest[TraceRequest]] = []
         self._metrics: list[ReceivedRequest[MetricsRequest]] = []
+        self._logs: list[ReceivedRequest[LogsRequest]] = []
         self._attempts: list[ExportAttempt] = []
         self._span_count = 0
         self._point_count = 0
+        self._log_count = 0
 
         self._executor: ThreadPoolExecutor | None = None
         self._grpc_server: Any = None
@@ -578,6 +646,7 @@ class OtlpReceiver:
         )
         trace_service_pb2_grpc.add_TraceServiceServicer_to_server(_TraceServicer(self), server)  # type: ignore[no-untyped-call]
         metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(_MetricsServicer(self), server)  # type: ignore[no-untyped-call]
+        logs_service_pb2_grpc.add_LogsServiceServicer_to_server(_LogsServicer(self), server)  # type: ignore[no-untyped-call]
         port = server.add_insecure_port("127.0.0.1:0")
         if not port:
             raise RuntimeError("could not bind the OTLP/gRPC receiver on 127.0.0.1")
@@ -642,6 +711,10 @@ class OtlpReceiver:
     def http_metrics_endpoint(self) -> str:
         return self.http_endpoint + "/v1/metrics"
 
+    @property
+    def http_logs_endpoint(self) -> str:
+        return self.http_endpoint + "/v1/logs"
+
     def _require_started(self) -> None:
         if not self._started:
             raise RuntimeError("OtlpReceiver not started: use `with OtlpReceiver() as rx:` or .start()")
@@ -671,6 +744,11 @@ class OtlpReceiver:
             return list(self._metrics)
 
     @property
+    def logs_requests(self) -> list[ReceivedRequest[LogsRequest]]:
+        with self._cond:
+            return list(self._logs)
+
+    @property
     def attempts(self) -> list[ExportAttempt]:
         """Every export call received, in order, in whatever mode (retries show up here)."""
         with self._cond:
@@ -696,14 +774,19 @@ class OtlpReceiver:
             if (name is None or p.name == name) and (protocol is None or p.protocol == protocol)
         ]
 
+    def log_records(self, *, protocol: Protocol | None = None) -> list[LogRecordRecord]:
+        return [r for r in flatten_logs(self.logs_requests) if protocol is None or r.protocol == protocol]
+
     def clear(self) -> None:
         """Forget everything received so far (requests and attempts)."""
         with self._cond:
             self._traces.clear()
             self._metrics.clear()
+            self._logs.clear()
             self._attempts.clear()
             self._span_count = 0
             self._point_count = 0
+            self._log_count = 0
 
     # -- waiting --
 
@@ -719,6 +802,15 @@ class OtlpReceiver:
                 f"expected at least {n} span(s) within {timeout}s, got {len(got)}: {[s.name for s in got]}"
             )
         return self.spans()
+
+    def wait_for_log_records(self, n: int, timeout: float = 5.0) -> list[LogRecordRecord]:
+        """All log records once at least ``n`` have arrived; ``AssertionError`` after ``timeout`` seconds."""
+        if not self._wait(lambda: self._log_count >= n, timeout):
+            got = self.log_records()
+            raise AssertionError(
+                f"expected at least {n} log record(s) within {timeout}s, got {len(got)}: {[r.event_name for r in got]}"
+            )
+        return self.log_records()
 
     def wait_for_metric_points(self, name: str | None = None, n: int = 1, timeout: float = 5.0) -> list[MetricPoint]:
         """Points (of metric ``name``, or any) once at least ``n`` have arrived; ``AssertionError`` on timeout."""
@@ -764,6 +856,9 @@ class OtlpReceiver:
             if signal == "traces":
                 self._traces.append(ReceivedRequest(protocol, request, headers))
                 self._span_count += sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+            elif signal == "logs":
+                self._logs.append(ReceivedRequest(protocol, request, headers))
+                self._log_count += sum(len(sl.log_records) for rl in request.resource_logs for sl in rl.scope_logs)
             else:
                 self._metrics.append(ReceivedRequest(protocol, request, headers))
                 self._point_count += len(flatten_metrics([request]))
@@ -793,15 +888,16 @@ class OtlpReceiver:
         if mode == "hang":
             self._hang(lambda: True)
             return HTTPStatus.SERVICE_UNAVAILABLE, b"otlp test receiver: hang ended"
-        request: TraceRequest | MetricsRequest
+        request: TraceRequest | MetricsRequest | LogsRequest
+        kinds: dict[Signal, tuple[Any, Any]] = {
+            "traces": (TraceRequest, trace_service_pb2.ExportTraceServiceResponse),
+            "metrics": (MetricsRequest, metrics_service_pb2.ExportMetricsServiceResponse),
+            "logs": (LogsRequest, logs_service_pb2.ExportLogsServiceResponse),
+        }
+        request_type, response_type = kinds[signal]
         try:
-            request = TraceRequest.FromString(body) if signal == "traces" else MetricsRequest.FromString(body)
+            request = request_type.FromString(body)
         except Exception:  # google.protobuf.message.DecodeError (protobuf ships no type stubs here)
             return HTTPStatus.BAD_REQUEST, b"body is not a valid OTLP protobuf request"
         self._record("http", signal, request, headers)
-        response: Any = (
-            trace_service_pb2.ExportTraceServiceResponse()
-            if signal == "traces"
-            else metrics_service_pb2.ExportMetricsServiceResponse()
-        )
-        return HTTPStatus.OK, response.SerializeToString()
+        return HTTPStatus.OK, response_type().SerializeToString()

@@ -1,8 +1,9 @@
 """Check finished spans and collected metrics against the vendored GenAI semantic-convention model.
 
-The model is ``tests/semconv/`` (open-telemetry/semantic-conventions-genai at fe5608e, see
-PROVENANCE.md): the normative YAML (attribute registry, span and metric definitions with their
-requirement levels) and the JSON schemas of the content attributes.  Reading the model instead
+The model is ``tests/semconv/`` (open-telemetry/semantic-conventions-genai at fe5608e with the merged
+changes #440, #469, #410 and #363 applied, see PROVENANCE.md): the normative YAML (attribute
+registry, span, metric and event definitions with their requirement levels) and the JSON schemas of
+the content attributes.  Reading the model instead
 of hand-writing expectations means a test fails when the plugin drifts from the conventions,
 also for attributes no test thought of, and moving the target is a file swap.
 
@@ -14,8 +15,16 @@ span or metric, so a list collected over many tests can be deduplicated.  What i
   required attributes; the conditionally required ones whose condition is knowable from the span
   (``error.type`` iff status ERROR, ``gen_ai.request.model`` on inference, ``server.port`` with
   ``server.address``); attribute types; enum values; no ``gen_ai.*`` key outside the registry;
-  content attributes parse as JSON and validate against their schema.  ``extras=True`` also
-  reports registered ``gen_ai.*`` keys the span's definition does not list.
+  content attributes parse as JSON and validate against their schema; a registered
+  ``gen_ai.usage.*`` key the span's definition does not list (#469 took the cache counts off the
+  internal ``invoke_agent`` span).  ``extras=True`` also reports every other registered
+  ``gen_ai.*`` key the span's definition does not list.  The one exception to "no unknown
+  ``gen_ai.*`` key": the four content-reference keys of the reference implementation
+  (``REFERENCE_IMPLEMENTATION_KEYS``: util-genai's upload hook), which the conventions lack.
+* log records with an ``event_name`` of events.yaml (``check_log_records``, called by the tests
+  that collect logs): the event's attributes (the inference span's, for
+  ``gen_ai.client.inference.operation.details``), their types, and the content attributes, which
+  an event carries as structured values rather than JSON text, against their schemas.
 * metrics named ``gen_ai.*``: known to the model; instrument type; unit; bucket advice; per data
   point the required attributes, types, enum values and no unknown ``gen_ai.*`` key.
 
@@ -61,7 +70,7 @@ from opentelemetry.sdk.metrics.export import Histogram, MetricsData, Sum
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
-__all__ = ["SemconvModel", "check_metrics", "check_spans", "load_model"]
+__all__ = ["SemconvModel", "check_log_records", "check_metrics", "check_spans", "load_model"]
 
 MODEL_DIR: Final = Path(__file__).parent / "semconv"
 
@@ -89,6 +98,16 @@ BUCKET_ADVICE: Final[Mapping[str, Sequence[float]]] = {
                                      81.92],
     "gen_ai.workflow.duration": [1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200],
 }  # fmt: skip
+
+REFERENCE_IMPLEMENTATION_KEYS: Final[Mapping[str, str]] = {
+    # Not in the conventions: opentelemetry-util-genai 1.3b0's upload completion hook
+    # (``_upload/completion_hook.py``) puts these on the span when content is written to storage;
+    # the plugin writes the same names (``content_upload``) so readers of either find the files.
+    "gen_ai.input.messages_ref": "string",
+    "gen_ai.output.messages_ref": "string",
+    "gen_ai.system_instructions_ref": "string",
+    "gen_ai.tool.definitions_ref": "string",
+}
 
 CLOSED_ENUMS: Final = frozenset({"gen_ai.token.type"})
 INFERENCE_OPERATIONS: Final = frozenset({"chat", "text_completion", "generate_content"})
@@ -149,6 +168,7 @@ class SemconvModel:
     spans: Mapping[str, SignalDef]
     metrics: Mapping[str, SignalDef]
     schemas: Mapping[str, Any]
+    events: Mapping[str, SignalDef] = dataclasses.field(default_factory=dict)
 
     def attribute(self, key: str) -> AttributeDef | None:
         found = self.registry.get(key)
@@ -157,7 +177,7 @@ class SemconvModel:
         for template in self.registry.values():
             if template.type.startswith("template[") and key.startswith(template.key + "."):
                 return template
-        core = CORE_ATTRIBUTE_TYPES.get(key)
+        core = CORE_ATTRIBUTE_TYPES.get(key) or REFERENCE_IMPLEMENTATION_KEYS.get(key)
         return AttributeDef(key, core) if core else None
 
 
@@ -215,7 +235,13 @@ def load_model(directory: Path = MODEL_DIR) -> SemconvModel:
         for m in metrics_doc["metrics"]
     }
     schemas = {p.name: json.loads(p.read_text(encoding="utf-8")) for p in directory.glob("gen-ai-*.json")}
-    return SemconvModel(registry, spans, metrics, schemas)
+    # An event may take a span's attributes whole (``ref_group: span.<type>``).
+    groups.update({f"span.{s['type']}": s["attributes"] for s in spans_doc["spans"]})
+    events = {
+        e["name"]: SignalDef(e["name"], _resolve(e["attributes"], groups))
+        for e in (read("events.yaml")["events"] if (directory / "events.yaml").exists() else [])
+    }
+    return SemconvModel(registry, spans, metrics, schemas, events)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -227,8 +253,19 @@ def _squash(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", text.lower())
 
 
-def _value_problem(model: SemconvModel, definition: AttributeDef, value: Any) -> str | None:
-    """Why ``value`` does not fit ``definition``, or None."""
+def _plain(value: Any) -> Any:
+    """A log attribute's structure with the SDK's tuples as lists (JSON arrays, for jsonschema)."""
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _value_problem(
+    model: SemconvModel, definition: AttributeDef, value: Any, *, structured: bool = False
+) -> str | None:
+    """Why ``value`` does not fit ``definition``, or None (``structured``: a log record's value)."""
     kind = definition.type
     if kind in ("string", "template[string]"):
         return None if isinstance(value, str) else f"must be a string, got {type(value).__name__} {value!r}"
@@ -245,7 +282,7 @@ def _value_problem(model: SemconvModel, definition: AttributeDef, value: Any) ->
     if kind == "enum":
         return _enum_problem(definition, value)
     if kind == "any":
-        return _content_problem(model, definition, value)
+        return _content_problem(model, definition, value, structured=structured)
     return None
 
 
@@ -264,13 +301,19 @@ def _enum_problem(definition: AttributeDef, value: Any) -> str | None:
     return None
 
 
-def _content_problem(model: SemconvModel, definition: AttributeDef, value: Any) -> str | None:
-    if not isinstance(value, str):
+def _content_problem(
+    model: SemconvModel, definition: AttributeDef, value: Any, *, structured: bool = False
+) -> str | None:
+    """A content attribute: JSON text on spans; on events (``structured``) the value itself."""
+    if structured and not isinstance(value, str):
+        document = _plain(value)
+    elif not isinstance(value, str):
         return f"must be a JSON string, got {type(value).__name__}"
-    try:
-        document = json.loads(value)
-    except json.JSONDecodeError as exc:
-        return f"is not valid JSON ({exc.msg} at {exc.pos})"
+    else:
+        try:
+            document = json.loads(value)
+        except json.JSONDecodeError as exc:
+            return f"is not valid JSON ({exc.msg} at {exc.pos})"
     schema = model.schemas.get(definition.schema or "")
     if schema is None:
         return None
@@ -283,7 +326,14 @@ def _content_problem(model: SemconvModel, definition: AttributeDef, value: Any) 
 
 
 def _check_attributes(
-    model: SemconvModel, where: str, attributes: Mapping[str, Any], definition: SignalDef | None, extras: bool
+    model: SemconvModel,
+    where: str,
+    attributes: Mapping[str, Any],
+    definition: SignalDef | None,
+    extras: bool,
+    *,
+    usage_extras: bool = False,
+    structured: bool = False,
 ) -> list[str]:
     problems: list[str] = []
     for key, value in attributes.items():
@@ -292,10 +342,11 @@ def _check_attributes(
             if key.startswith("gen_ai."):
                 problems.append(f"{where}: unknown attribute {key} (not in the registry)")
             continue
-        problem = _value_problem(model, known, value)
+        problem = _value_problem(model, known, value, structured=structured)
         if problem:
             problems.append(f"{where}: {key} {problem}")
-        if extras and definition is not None and key.startswith("gen_ai.") and not _listed(definition, key):
+        wanted = extras or (usage_extras and key.startswith("gen_ai.usage."))
+        if wanted and definition is not None and key.startswith("gen_ai.") and not _listed(definition, key):
             problems.append(f"{where}: {key} is not part of the {definition.name} definition")
     if definition is not None:
         for key, requirement in definition.attributes.items():
@@ -345,7 +396,7 @@ def check_spans(spans: Iterable[ReadableSpan], *, model: SemconvModel | None = N
             continue
         definition, kind_problems = _span_definition(model, operation, span.kind)
         problems += [f"{where}: {p}" for p in kind_problems]
-        problems += _check_attributes(model, where, attributes, definition, extras)
+        problems += _check_attributes(model, where, attributes, definition, extras, usage_extras=True)
         if definition is None:
             continue
         problems += _check_span_name(where, span.name, operation, attributes, definition)
@@ -425,4 +476,34 @@ def _check_metric(model: SemconvModel, name: str, unit: str, data: Any) -> list[
         if advice is not None and bounds is not None and [float(b) for b in bounds] != [float(a) for a in advice]:
             problems.append(f"{where}: bucket boundaries {list(bounds)}, the advice is {list(advice)}")
         problems += _check_attributes(model, where, dict(point.attributes or {}), definition, extras=False)
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------
+# Events (log records)
+# ---------------------------------------------------------------------------------------------
+
+
+def check_log_records(records: Iterable[Any], *, model: SemconvModel | None = None) -> list[str]:
+    """Violations of the GenAI event conventions by log records whose ``event_name`` starts with
+    ``gen_ai.``: SDK ``ReadableLogRecord``s (their ``log_record``) or API ``LogRecord``s."""
+    model = model or load_model()
+    problems: list[str] = []
+    for item in records:
+        record = getattr(item, "log_record", item)
+        name = getattr(record, "event_name", None)
+        if not isinstance(name, str) or not name.startswith("gen_ai."):
+            continue
+        where = f"event {name}"
+        definition = model.events.get(name)
+        if definition is None:
+            problems.append(f"{where}: not an event of the conventions")
+            continue
+        attributes = dict(record.attributes or {})
+        problems += _check_attributes(model, where, attributes, definition, extras=False, structured=True)
+        if name == "gen_ai.client.inference.operation.details":
+            if "gen_ai.request.model" not in attributes:
+                problems.append(f"{where}: missing gen_ai.request.model (conditionally required: the model is known)")
+            if "server.address" in attributes and "server.port" not in attributes:
+                problems.append(f"{where}: server.address without server.port (conditionally required)")
     return problems

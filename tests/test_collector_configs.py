@@ -308,8 +308,8 @@ def test_gateway_routes_every_span_by_trace_id_to_the_samplers(gateway: dict[str
     traces = pipelines_of_signal(pipelines, "traces")
     assert traces
     for pipeline in traces:
-        assert pipeline["exporters"] == ["loadbalancing"], "every span, and only through the load balancer"
-    balancer = gateway["exporters"]["loadbalancing"]
+        assert pipeline["exporters"] == ["load_balancing"], "every span, and only through the load balancer"
+    balancer = gateway["exporters"]["load_balancing"]
     assert balancer["routing_key"] == "traceID"
     template = balancer["protocol"]["otlp"]
     assert "endpoint" not in template, "the load balancer sets each sampler's endpoint itself"
@@ -318,7 +318,8 @@ def test_gateway_routes_every_span_by_trace_id_to_the_samplers(gateway: dict[str
     assert resolver_kind == "dns"
     # The port the gateway sends to is the samplers' OTLP/gRPC port.
     sampler_grpc_port = int(config["receivers"]["otlp"]["protocols"]["grpc"]["endpoint"].rsplit(":", 1)[1])
-    assert balancer["resolver"]["dns"]["port"] == sampler_grpc_port
+    # A string: the collector rejects a number there ("expected type 'string'"; otelcol validate).
+    assert balancer["resolver"]["dns"]["port"] == str(sampler_grpc_port)
 
 
 def test_gateway_is_stateless_and_leaves_sampling_and_redaction_to_the_samplers(gateway: dict[str, Any]) -> None:
@@ -327,7 +328,7 @@ def test_gateway_is_stateless_and_leaves_sampling_and_redaction_to_the_samplers(
     assert REDACTION_PROCESSOR not in gateway["processors"]
     # Metrics do not need trace affinity and never go through the trace-id balancer.
     for pipeline in pipelines_of_signal(gateway["service"]["pipelines"], "metrics"):
-        assert "loadbalancing" not in pipeline["exporters"]
+        assert "load_balancing" not in pipeline["exporters"]
 
 
 def test_docs_show_the_two_tier_layout() -> None:
@@ -342,7 +343,7 @@ def test_docs_show_the_two_tier_layout() -> None:
         and any(GATEWAY_PATH.name in str(v) for s in b["services"].values() for v in s.get("volumes", []))
     ]
     services = two_tier["services"]
-    hostname = load(GATEWAY_PATH)["exporters"]["loadbalancing"]["resolver"]["dns"]["hostname"]
+    hostname = load(GATEWAY_PATH)["exporters"]["load_balancing"]["resolver"]["dns"]["hostname"]
     assert hostname in services, f"the gateway resolves {hostname!r}: it must be the samplers' service name"
     sampler = services[hostname]
     assert any(str(v).startswith(f"./{CONFIG_PATH.name}:") for v in sampler["volumes"])

@@ -350,7 +350,9 @@ def _post(rx: OtlpReceiver, path: str, body: bytes, headers: dict[str, str]) -> 
 def test_http_edges(rx: OtlpReceiver) -> None:
     proto = {"Content-Type": "application/x-protobuf"}
     request = ExportTraceServiceRequest().SerializeToString()
-    assert _post(rx, "/v1/logs", request, proto) == 404
+    assert _post(rx, "/v1/profiles", request, proto) == 404
+    assert _post(rx, "/v1/logs", b"", proto) == 200  # an empty ExportLogsServiceRequest
+    assert rx.log_records() == [] and len(rx.logs_requests) == 1
     assert _post(rx, "/v1/traces", b"{}", {"Content-Type": "application/json"}) == 415
     assert _post(rx, "/v1/traces", b"\xff\xff\xff", proto) == 400
     assert _post(rx, "/v1/traces", b"not gzip", {**proto, "Content-Encoding": "gzip"}) == 400

@@ -23,7 +23,7 @@ from tests.semconv_conformance import BUCKET_ADVICE, check_metrics, check_spans,
 Attrs = dict[str, Any]
 
 INPUT = [{"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]}]
-OUTPUT = [{"role": "assistant", "parts": [{"type": "text", "content": "Rainy."}], "finish_reason": "stop"}]
+OUTPUT = [{"role": "assistant", "parts": [{"type": "text", "content": "Rainy."}]}]
 TOOLS = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
 
 
@@ -133,9 +133,14 @@ SPAN_FLAWS: list[Any] = [
         id="wrong-type-double",
     ),
     pytest.param(
-        ("chat gpt-4o", SpanKind.CLIENT, _with(chat_attrs(), gen_ai__usage__cache_write__input_tokens=5)),
-        "unknown attribute gen_ai.usage.cache_write.input_tokens",
+        ("chat gpt-4o", SpanKind.CLIENT, _with(chat_attrs(), gen_ai__usage__cache_creation__input_tokens=5)),
+        "unknown attribute gen_ai.usage.cache_creation.input_tokens",  # renamed cache_write by #440
         id="unknown-gen_ai-key",
+    ),
+    pytest.param(
+        ("invoke_agent Helper", SpanKind.INTERNAL, _with(agent_attrs(), gen_ai__usage__cache_read__input_tokens=5)),
+        "gen_ai.usage.cache_read.input_tokens is not part of the gen_ai.invoke_agent.internal definition",
+        id="cache-count-on-internal-agent",  # #469
     ),
     pytest.param(
         ("chat gpt-4o", SpanKind.CLIENT, _with(chat_attrs(), gen_ai__provider__name="_OTHER")),
@@ -191,7 +196,7 @@ SPAN_FLAWS: list[Any] = [
         (
             "chat gpt-4o",
             SpanKind.CLIENT,
-            _with(chat_attrs(), gen_ai__output__messages=json.dumps([{"role": "assistant", "parts": []}])),
+            _with(chat_attrs(), gen_ai__output__messages=json.dumps([{"role": "assistant"}])),
         ),
         "gen_ai.output.messages does not validate against gen-ai-output-messages.json",
         id="content-schema",
@@ -326,3 +331,138 @@ def test_a_planted_metric_flaw_is_reported(kwargs: dict[str, Any], expected: str
     problems = record_metrics(**kwargs)
     assert len(problems) == 1, problems
     assert expected in problems[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# The target: fe5608e + #440, #469, #410, #363 (tests/semconv/PROVENANCE.md)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_target_carries_the_four_merged_changes() -> None:
+    model = load_model()
+    # #440: the rename (no alias) and the per-modality counts, on inference and client agent spans.
+    assert "gen_ai.usage.cache_write.input_tokens" in model.registry
+    assert "gen_ai.usage.cache_creation.input_tokens" not in model.registry
+    modality = {f"gen_ai.usage.{m}.{k}" for m in ("text", "image", "audio") for k in ("input_tokens", "output_tokens")}
+    modality |= {f"gen_ai.usage.{m}.cache_read.input_tokens" for m in ("text", "image", "audio")}
+    assert modality <= set(model.registry)
+    for span_type in ("gen_ai.inference.client", "gen_ai.invoke_agent.client"):
+        listed = set(model.spans[span_type].attributes)
+        assert modality | {"gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_write.input_tokens"} <= listed
+    # #469: the internal agent span keeps the totals only.
+    internal = {k for k in model.spans["gen_ai.invoke_agent.internal"].attributes if k.startswith("gen_ai.usage.")}
+    assert internal == {"gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"}
+    # #410: the conversation id on the workflow span.
+    assert model.spans["gen_ai.invoke_workflow.internal"].attributes["gen_ai.conversation.id"].level == (
+        "conditionally_required"
+    )
+    # #363: a message without finish_reason (or with null) is valid output; one without a role is not.
+    output = model.registry["gen_ai.output.messages"]
+    message = {"role": "assistant", "parts": [{"type": "text", "content": "Rainy."}]}
+    for document in ([message], [{**message, "finish_reason": None}], [{**message, "finish_reason": "stop"}]):
+        assert _value_ok(model, output, json.dumps(document)), document
+    assert not _value_ok(model, output, json.dumps([{"parts": message["parts"], "finish_reason": "stop"}]))
+
+
+def _value_ok(model: Any, definition: Any, value: Any) -> bool:
+    from tests.semconv_conformance import _value_problem
+
+    return _value_problem(model, definition, value) is None
+
+
+# ---------------------------------------------------------------------------------------------
+# Events (log records)
+# ---------------------------------------------------------------------------------------------
+
+
+def record_events(*records: tuple[str, Attrs]) -> list[Any]:
+    """SDK log records (``ReadableLogRecord``) as an in-memory exporter collects them."""
+    from opentelemetry._logs import LogRecord
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+
+    exporter = InMemoryLogRecordExporter()  # type: ignore[no-untyped-call]
+    provider = LoggerProvider()
+    provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))
+    logger = provider.get_logger("test")
+    for name, attrs in records:
+        logger.emit(LogRecord(event_name=name, attributes=attrs))
+    provider.shutdown()
+    return list(exporter.get_finished_logs())
+
+
+def details_attrs() -> Attrs:
+    """A conformant details event: the inference span's attributes, content as structures."""
+    attrs = {k: v for k, v in chat_attrs().items() if k not in ("gen_ai.input.messages", "gen_ai.output.messages")}
+    return {**attrs, "gen_ai.input.messages": INPUT, "gen_ai.output.messages": OUTPUT, "gen_ai.tool.definitions": TOOLS}
+
+
+DETAILS = "gen_ai.client.inference.operation.details"
+
+
+def test_a_conformant_details_event_passes() -> None:
+    from tests.semconv_conformance import check_log_records
+
+    details = details_attrs()
+    details["gen_ai.system_instructions"] = [{"type": "text", "content": "Be brief."}]
+    assert check_log_records(record_events((DETAILS, details))) == []
+    assert check_log_records(record_events(("app.something", {"gen_ai.bogus": 1}))) == []  # not a gen_ai event
+
+
+@pytest.mark.parametrize(
+    ("record", "expected"),
+    [
+        pytest.param(
+            ("gen_ai.client.inference.operation.detail", details_attrs()),
+            "event gen_ai.client.inference.operation.detail: not an event of the conventions",
+            id="unknown-event",
+        ),
+        pytest.param(
+            (
+                "gen_ai.client.inference.operation.details",
+                {**details_attrs(), "gen_ai.usage.cache_creation.input_tokens": 1},
+            ),
+            "unknown attribute gen_ai.usage.cache_creation.input_tokens",
+            id="unknown-key",
+        ),
+        pytest.param(
+            (
+                "gen_ai.client.inference.operation.details",
+                {**details_attrs(), "gen_ai.output.messages": [{"parts": []}]},
+            ),
+            "gen_ai.output.messages does not validate against gen-ai-output-messages.json",
+            id="content-schema",
+        ),
+        pytest.param(
+            (DETAILS, {**details_attrs(), "gen_ai.operation.name": None}),
+            "missing required attribute gen_ai.operation.name",
+            id="missing-required",
+        ),
+        pytest.param(
+            (DETAILS, {**details_attrs(), "gen_ai.request.model": None}),
+            "missing gen_ai.request.model",
+            id="missing-model",
+        ),
+    ],
+)
+def test_a_planted_event_flaw_is_reported(record: tuple[str, Attrs], expected: str) -> None:
+    from tests.semconv_conformance import check_log_records
+
+    name, attrs = record
+    problems = check_log_records(record_events((name, {k: v for k, v in attrs.items() if v is not None})))
+    assert len(problems) == 1, problems
+    assert expected in problems[0]
+
+
+def test_only_the_reference_implementations_content_references_pass_outside_the_registry(
+    record_spans: Callable[..., list[ReadableSpan]],
+) -> None:
+    refs = {
+        f"gen_ai.{k}_ref": "file:///tmp/x.json" for k in ("input.messages", "output.messages", "system_instructions")
+    }
+    attrs = {**chat_attrs(), **refs, "gen_ai.tool.definitions_ref": "file:///tmp/t.json"}
+    assert check_spans(record_spans(("chat gpt-4o", SpanKind.CLIENT, attrs))) == []
+    typo = {**chat_attrs(), "gen_ai.input.messages_refs": "file:///tmp/x.json"}
+    assert check_spans(record_spans(("chat gpt-4o", SpanKind.CLIENT, typo))[-1:]) == [
+        "span 'chat gpt-4o' (chat): unknown attribute gen_ai.input.messages_refs (not in the registry)"
+    ]

@@ -21,6 +21,9 @@ LOCK = ROOT / "requirements" / "dev.lock"
 PIP_TIMEOUT_S = 600
 REPOSITORY = "https://github.com/flowra-otel/flowra-otel"
 FLOWRA = importlib.metadata.version("flowra")
+EDGE_RELEASES = ("0.0.3", "0.0.8", "0.0.86", "0.0.93")
+"""The lowest and highest release of each flowra line: where the wheel is built and installed
+(a minute each; the install rule, no upper bound on flowra, is the same for every release)."""
 
 
 def constraints(folder: Path, flowra: str | None = None) -> Path:

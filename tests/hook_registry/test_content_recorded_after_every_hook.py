@@ -911,7 +911,7 @@ async def test_max_content_length_truncates_a_huge_tool_output(
         ({"redaction_hmac_key": "short"}, ValueError),
         ({"redaction_hmac_key": 1234567890123456789}, TypeError),
         ({"redaction_hmac_key": bytearray(32)}, TypeError),
-        ({"capture_content": "yes"}, TypeError),
+        ({"capture_content": "yes"}, ValueError),  # not one of the content modes
         ({"capture_content": 1}, TypeError),
     ],
     ids=lambda v: repr(v) if isinstance(v, dict) else v.__name__,
@@ -936,7 +936,7 @@ def _provider(exporter: InMemorySpanExporter, resource: dict[str, str] | None = 
 def test_find_leaks_searches_every_place_a_span_carries_text(own_exporter: InMemorySpanExporter) -> None:
     s = "S3cr3t-value"
     provider = _provider(own_exporter, {"service.name": f"svc-{s}"})
-    tracer = provider.get_tracer("t")
+    tracer = provider.get_tracer(f"t-{s}")
     with tracer.start_as_current_span("other") as other:
         other_context = other.get_span_context()
     links = [Link(other_context, {"why": "clean"}), Link(other_context, {"why": f"because {s}"})]
@@ -944,6 +944,9 @@ def test_find_leaks_searches_every_place_a_span_carries_text(own_exporter: InMem
         span.set_attribute("plain", f"a {s} b")
         span.set_attribute("array", ["clean", f"x{s}", f"y{s}"])
         span.set_attribute("number", 42)
+        span.set_attribute("account", 7358114902)  # a secret number set as an int
+        span.set_attribute("flags", [False, True])
+        span.set_attribute(f"key.{s}", 1)
         span.add_event(f"event {s}", {"detail": f"has {s}"})
         span.set_status(Status(StatusCode.ERROR, f"failed: {s}"))
     provider.shutdown()
@@ -954,14 +957,21 @@ def test_find_leaks_searches_every_place_a_span_carries_text(own_exporter: InMem
         "span name",
         "attribute plain",
         "attribute array",  # once, although two items contain it
+        "attribute key",  # a key holds it (its value, 1, does not)
         f"event event {s} name",
         f"event event {s} attribute detail",
         "link 1 attribute why",
         "status description",
         "resource attribute service.name",
+        "instrumentation scope name",
     ]
     assert {(leak.span_name, leak.secret_index, leak.decoded) for leak in leaks} == {(f"name {s}", 0, False)}
     assert find_leaks([target], ["not-there"]) == []
+    # Numbers and booleans are read as the text a secret would be.
+    assert [leak.where for leak in find_leaks([target], ["7358114902", "true"])] == [
+        "attribute account",
+        "attribute flags",
+    ]
 
 
 @pytest.mark.parametrize(

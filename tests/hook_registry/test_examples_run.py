@@ -101,3 +101,19 @@ def test_otlp_export_ships_spans_and_metrics(protocol: str) -> None:
     assert {s.resource_attributes["service.name"] for s in spans} == {"weather-bot"}
     assert {p.resource_attributes["service.name"] for p in points} == {"weather-bot"}
     assert {p.attributes[semconv.GEN_AI_TOKEN_TYPE] for p in points} == {"input", "output"}
+
+
+def test_otlp_export_to_a_traces_only_endpoint_sends_no_metrics() -> None:
+    """The docstring's Jaeger recipe: the traces endpoint alone, so no metric exporter is built."""
+    with OtlpReceiver() as rx:
+        out = run_example(
+            "otlp_export.py",
+            OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=rx.http_traces_endpoint,
+            OTEL_SERVICE_NAME="weather-bot",
+        ).stdout
+        spans = rx.wait_for_spans(4)
+        attempts = {(a.protocol, a.signal) for a in rx.attempts}
+    assert out.startswith(f"exporting traces only to {rx.http_traces_endpoint} over http/protobuf\n")
+    assert "export: flushed" in out
+    assert len(spans) == 4
+    assert attempts == {("http", "traces")}

@@ -22,7 +22,7 @@ from tests.hook_registry.flowra_support import (
 )
 
 MakeHooks = Callable[..., OtelHooks]
-TREE = [
+TREE: list[object] = [
     (
         "invoke_agent assistant",
         [("chat gpt-4o", []), ("execute_tool get_weather", []), ("chat gpt-4o", [])],

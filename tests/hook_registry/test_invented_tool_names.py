@@ -4,7 +4,10 @@ A model can call any name it likes; flowra answers ``Unknown tool: <name>``. Put
 ``gen_ai.tool.name`` or metric attributes, such a name would leak model output with capture off
 and open an unbounded metric series. So spans and metrics name the placeholder ``_unknown_tool``;
 with capture on the name the model asked for is kept in ``flowra.tool.requested_name``. A hook
-that redirects the invented call to a real tool (application code) names the tool that runs.
+that redirects the invented call to a tool the request offered names that tool; a hook that only
+normalises names (strips a ``functions.`` prefix) vouches for nothing: only an offered name is
+trusted. With capture on, an invented name is content wherever it is recorded, so ``redact=`` and
+``redact_secrets=`` scrub it there: the requested name and the messages' ``tool_call`` parts.
 
 Everything is scanned: span names, attributes, events, status, and every metric point's
 attributes, with a paired check that an offered name *is* found by the same scan.
@@ -13,6 +16,7 @@ attributes, with a paired check that an offered name *is* found by the same scan
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -24,7 +28,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from flowra_otel import OtelHooks
-from flowra_otel.core import instruments, semconv
+from flowra_otel.core import content, instruments, semconv
 from flowra_otel.testing import assert_no_leak, find_leaks
 from tests.hook_registry.conftest import SpanLedger, assert_all_ended
 from tests.hook_registry.flowra_support import (
@@ -200,3 +204,113 @@ async def test_a_hook_redirecting_an_invented_call_names_the_real_tool(
     assert metrics_mentioning(metric_reader, PLACEHOLDER) == set()
     if not capture:
         assert_no_leak(span_exporter.get_finished_spans(), [INVENTED])
+
+
+# ==================================================================================== hooks that only normalise names
+def strip_functions_prefix(event: Event[BeforeToolCallEvent]) -> None:
+    """Application code that only tidies names (some models prefix them with ``functions.``): it
+    does not decide which tool runs, so it vouches for nothing."""
+    tool_use = event.data.tool_use
+    if tool_use.name.startswith("functions."):
+        event.data.tool_use = dataclasses.replace(tool_use, name=tool_use.name.removeprefix("functions."))
+
+
+def prefixed_script() -> list[Any]:
+    return [
+        tool_calls_response(
+            [("c1", f"functions.{INVENTED}", {"amount": 100}), ("c2", f"functions.{OFFERED}", {"city": "Paris"})]
+        ),
+        text_response("Done."),
+    ]
+
+
+@pytest.mark.parametrize("handlers_first", [False, True], ids=["hook_after_plugin", "hook_before_plugin"])
+async def test_a_hook_that_only_normalises_names_does_not_vouch_for_an_invented_one(
+    handlers_first: bool,
+    make_otel_hooks: MakeHooks,
+    span_exporter: InMemorySpanExporter,
+    metric_reader: InMemoryMetricReader,
+    ledger: SpanLedger,
+) -> None:
+    """Only a name the request offered is trusted, whoever passed it on: the invented name a hook
+    tidied up is still the model's output (the placeholder in span name, ``gen_ai.tool.name`` and
+    both tool metrics, no new time series); the offered one it tidied names its tool."""
+    provider = ScriptedProvider(prefixed_script())
+    registry = registry_of(
+        make_otel_hooks(capture_content=False), strip_functions_prefix, handlers_first=handlers_first
+    )
+    async with tool_registry(get_weather) as weather:
+        result = await run_tool_loop(tool_loop_runtime(provider, weather, registry), "Pay, then weather?")
+    assert [r.is_error for r in tool_results(result)] == [True, False]  # flowra: unknown tool, then the weather
+    assert_all_ended(ledger, span_exporter)
+
+    tools = tool_spans(span_exporter)
+    assert tools["c1"].name == f"execute_tool {PLACEHOLDER}"
+    assert (tools["c1"].attributes or {})[semconv.GEN_AI_TOOL_NAME] == PLACEHOLDER
+    assert tools["c2"].name == f"execute_tool {OFFERED}"
+    assert (tools["c2"].attributes or {})[semconv.GEN_AI_TOOL_NAME] == OFFERED
+    assert_no_leak(span_exporter.get_finished_spans(), [INVENTED])
+    assert metrics_mentioning(metric_reader, INVENTED) == set()
+    assert tool_names_in_metrics(metric_reader, instruments.GEN_AI_EXECUTE_TOOL_DURATION) == sorted(
+        [OFFERED, PLACEHOLDER]
+    )
+    assert tool_names_in_metrics(metric_reader, instruments.FLOWRA_TOOL_ERRORS) == [PLACEHOLDER]
+
+
+# ==================================================================================== invented names in messages
+SECRET_NAME = "notify_bob@example.com"
+"""A name a model made up from what it read: an e-mail address (the built-in ``email`` pattern)."""
+
+
+def mask_bob(text: str) -> str:
+    return text.replace("bob@example.com", "[BOB]")
+
+
+@pytest.mark.parametrize(
+    ("options", "scrubbed"),
+    [({"redact_secrets": True}, "[REDACTED:email]"), ({"redact": mask_bob}, "notify_[BOB]")],
+    ids=["redact_secrets", "redact"],
+)
+async def test_an_invented_name_is_scrubbed_everywhere_it_is_content(
+    options: dict[str, Any],
+    scrubbed: str,
+    make_otel_hooks: MakeHooks,
+    span_exporter: InMemorySpanExporter,
+    ledger: SpanLedger,
+) -> None:
+    """``redact=`` / ``redact_secrets=`` scrub a model-chosen tool name wherever capture records
+    it: ``flowra.tool.requested_name`` and the ``tool_call`` parts of the output messages (the
+    response) and of the input messages (the next request's history)."""
+    provider = ScriptedProvider([tool_calls_response([("c1", SECRET_NAME, {"to": "Bob"})]), text_response("Sent.")])
+    async with tool_registry(get_weather) as tools:
+        registry = registry_of(make_otel_hooks(capture_content=True, **options))
+        await run_tool_loop(tool_loop_runtime(provider, tools, registry), "Tell Bob")
+    assert_all_ended(ledger, span_exporter)
+    assert SECRET_NAME in str(provider.requests[1].messages)  # the model's history keeps its own call
+
+    spans = span_exporter.get_finished_spans()
+    assert_no_leak(spans, ["bob@example.com"])
+    (tool,) = [s for s in spans if s.name.startswith("execute_tool")]
+    assert (tool.attributes or {})[semconv.FLOWRA_TOOL_REQUESTED_NAME] == scrubbed
+    first, second = [s for s in spans if s.name == "chat sonnet-4-5"]
+    output = json.loads(str((first.attributes or {})[semconv.GEN_AI_OUTPUT_MESSAGES]))
+    history = json.loads(str((second.attributes or {})[semconv.GEN_AI_INPUT_MESSAGES]))
+    calls = [p for m in [*output, *history] for p in m["parts"] if p["type"] == "tool_call"]
+    assert [(p["id"], p["name"]) for p in calls] == [("c1", scrubbed), ("c1", scrubbed)]
+
+
+async def test_without_scrubbing_names_in_messages_the_invented_name_leaks_there(
+    make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Paired negative: a tool_call part's name set as it is (``content._name`` made the bare
+    id-bounding it was) shows the address in both message attributes, and only there."""
+    monkeypatch.setattr(content, "_name", lambda walk, value: content._ident(value))
+    provider = ScriptedProvider([tool_calls_response([("c1", SECRET_NAME, {"to": "Bob"})]), text_response("Sent.")])
+    async with tool_registry(get_weather) as tools:
+        registry = registry_of(make_otel_hooks(capture_content=True, redact_secrets=True))
+        await run_tool_loop(tool_loop_runtime(provider, tools, registry), "Tell Bob")
+    places = {(leak.span_name, leak.where) for leak in find_leaks(span_exporter.get_finished_spans(), [SECRET_NAME])}
+    assert places == {
+        ("chat sonnet-4-5", f"attribute {semconv.GEN_AI_OUTPUT_MESSAGES}"),
+        ("chat sonnet-4-5", f"attribute {semconv.GEN_AI_INPUT_MESSAGES}"),
+    }

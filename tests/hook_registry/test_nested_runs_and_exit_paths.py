@@ -1000,8 +1000,8 @@ async def test_resume_in_a_fresh_process_links_to_the_run_that_died(tmp_path: Pa
     assert paused_root["parent_id"] is None
     # Known from the spec's metadata once the root span had started: on every later span.
     assert [s["attributes"].get(semconv.GEN_AI_CONVERSATION_ID) for s in started[1:]] == ["conv-42"] * 3
-    # What the plugin kept in flowra's own session state for the next process:
-    kept = await durable.NodeStateLinkStore(FileSessionStorage(str(tmp_path), "s1")).load()
+    # What the plugin kept in flowra's own session state for the next process (under its run's key):
+    kept = await durable.NodeStateLinkStore(FileSessionStorage(str(tmp_path), "s1"), "r1").load()
     assert kept is not None
     assert kept["conversation_id"] == "conv-42"
     assert kept["traceparent"].startswith(f"00-{paused_root['trace_id']}-{paused_root['span_id']}-")

@@ -5,23 +5,35 @@ secret included, to ``LLMProvider.call``. The plugin gives that direct call a ``
 is a real LLM call, with a duration and tokens), but no input or output messages: what it
 carries is the very value being redacted. The tool loop's own calls keep their content, and the
 same direct call made by a custom agent's step, outside any hook, is content-recorded as usual.
+
+A whole agent run a hook starts (``AgentRuntime.run`` of a small tool loop on the app's own
+registry) is the same case: it is traced (agent, model call, tokens) without content, whichever
+event's hook starts it (one the plugin subscribes to or not) and also from a task the hook
+starts. The mechanism is ``IN_HOOKS``, set by the emit patch while any event's handlers run; the
+paired negative replaces it with a variable that is never set and shows the raw value recorded.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Callable
+from contextvars import Token
+from typing import Any
 
 import pytest
 from flowra.agent import Event, HookRegistry
-from flowra.lib.tool_loop import AfterToolCallEvent, BeforeToolCallEvent, ToolLoopStatus
+from flowra.lib.tool_loop import AfterToolCallEvent, BeforeToolCallEvent, TextReasoningEvent, ToolLoopStatus
 from flowra.llm import LLMRequest, SystemMessage, TextBlock, ToolResultBlock, UserMessage
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from flowra_otel import OtelHooks
+from flowra_otel.adapters.hook_registry import patches as otel_patches
+from flowra_otel.adapters.hook_registry import span_book
 from flowra_otel.core import semconv
 from flowra_otel.testing import assert_no_leak, find_leaks
+from tests import span_tree
 from tests.hook_registry.conftest import SpanLedger, assert_all_ended, hooks_with, wrapped_result
 from tests.hook_registry.flowra_support import (
     ScriptedProvider,
@@ -190,3 +202,129 @@ async def test_the_same_direct_call_from_an_agent_step_is_content_recorded(
     assert SCRUBBED in str(attrs[semconv.GEN_AI_OUTPUT_MESSAGES])
     leaks = find_leaks([chat], [SECRET])
     assert [leak.where for leak in leaks] == [f"attribute {semconv.GEN_AI_INPUT_MESSAGES}"]
+
+
+# ==================================================================================== an agent run started by a hook
+class AgentScrubber:
+    """A redaction hook that scrubs by running a small flowra agent (``AgentRuntime.run`` of a
+    tool loop on the app's own registry, so it is traced by the same ``OtelHooks``): the small
+    model is given the raw value, secret included.
+
+    ``on``: ``result`` scrubs a tool result (AfterToolCallEvent); ``reasoning`` has the model's
+    reasoning text checked (TextReasoningEvent, an event the plugin does not subscribe to);
+    ``task``: the result, scrubbed in a task the hook starts and awaits."""
+
+    def __init__(self, provider: ScriptedProvider, registry: HookRegistry, *, on: str) -> None:
+        self.provider = provider
+        self.registry = registry
+        self.on = on
+        self.seen: list[str] = []
+
+    def register_hooks(self, registry: HookRegistry) -> None:
+        if self.on == "reasoning":
+            registry.on(TextReasoningEvent, self.check_reasoning)
+        else:
+            registry.on(AfterToolCallEvent, self.scrub_result)
+
+    async def _clean(self, raw: str) -> str:
+        self.seen.append(raw)
+        async with tool_registry() as no_tools:
+            runtime = tool_loop_runtime(self.provider, no_tools, self.registry, model=SMALL_MODEL)
+            result = await run_tool_loop(runtime, f"Remove bank identifiers: {raw}")
+        message = result.result_message
+        assert message is not None
+        return "".join(b.text for b in message.blocks if isinstance(b, TextBlock))
+
+    async def scrub_result(self, event: Event[AfterToolCallEvent]) -> None:
+        raw = event.data.result
+        if self.on == "task":
+            text = await asyncio.ensure_future(self._clean(raw.content))
+        else:
+            text = await self._clean(raw.content)
+        event.data.result = ToolResultBlock(tool_use_id=raw.tool_use_id, content=text, is_error=raw.is_error)
+
+    async def check_reasoning(self, event: Event[TextReasoningEvent]) -> None:
+        if SECRET in event.data.text.text:  # the small model's own answer carries none: no recursion
+            await self._clean(event.data.text.text)
+
+
+class _NeverInHooks:
+    """Stands for ``IN_HOOKS`` in the negative: set and reset as usual, never seen set."""
+
+    def set(self, value: bool) -> Token[bool] | None:
+        return None
+
+    def reset(self, token: Token[bool] | None) -> None:
+        return None
+
+    def get(self) -> bool:
+        return False
+
+
+def without_in_hooks(monkeypatch: pytest.MonkeyPatch) -> None:
+    never = _NeverInHooks()
+    monkeypatch.setattr(otel_patches, "IN_HOOKS", never)
+    monkeypatch.setattr(span_book, "IN_HOOKS", never)
+
+
+NESTED: list[Any] = [("invoke_agent assistant", [("chat gpt-4o-mini", [])])]
+
+
+@pytest.mark.parametrize("in_hooks", [True, False], ids=["in_hooks_marked", "without_in_hooks"])
+@pytest.mark.parametrize("on", ["result", "task", "reasoning"])
+async def test_an_agent_run_started_by_a_hook_records_no_content(
+    on: str,
+    in_hooks: bool,
+    make_otel_hooks: MakeHooks,
+    span_exporter: InMemorySpanExporter,
+    ledger: SpanLedger,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if not in_hooks:
+        without_in_hooks(monkeypatch)
+    registry = HookRegistry()
+    registry.add(make_otel_hooks(capture_content=True))
+    small = ScriptedProvider([text_response(SCRUBBED)])
+    scrubber = AgentScrubber(small, registry, on=on)
+    registry.add(scrubber)
+    first = tool_calls_response(
+        [("c1", "lookup_account", {"owner": "Ada"})],
+        text=f"Checking {SECRET} first." if on == "reasoning" else None,
+    )
+    main = ScriptedProvider([first, text_response("It is active.")])
+    async with tool_registry(lookup_account) as tools:
+        result = await run_tool_loop(tool_loop_runtime(main, tools, registry), "Is Ada's account active?")
+    assert result.status == ToolLoopStatus.COMPLETED
+    main.assert_exhausted()
+    small.assert_exhausted()
+    assert SECRET in scrubber.seen[0]  # the small agent really was given the raw value
+    assert_all_ended(ledger, span_exporter)
+
+    tree = span_tree.build(span_exporter.get_finished_spans())
+    # The hook's run is traced under the agent whose step ran the hook, in order.
+    calls: list[Any] = [("chat sonnet-4-5", []), ("execute_tool lookup_account", []), ("chat sonnet-4-5", [])]
+    calls.insert(1 if on == "reasoning" else 2, NESTED[0])
+    assert span_tree.shape(tree) == [("invoke_agent assistant", calls)]
+    inner = tree[0].children[1 if on == "reasoning" else 2]
+    inner_spans = [inner, *inner.children]
+    assert inner.children[0].attrs[semconv.GEN_AI_OPERATION_NAME] == semconv.OP_CHAT  # traced all the same
+    if in_hooks:
+        for node in inner_spans:
+            assert not set(node.attrs) & {*CONTENT_KEYS, semconv.GEN_AI_TOOL_CALL_RESULT}, node.name
+        # The outer run keeps its content (the scrubbed result, when the hook replaced it).
+        outer_last = tree[0].children[-1]
+        assert semconv.GEN_AI_INPUT_MESSAGES in outer_last.attrs
+        if on != "reasoning":
+            assert SCRUBBED in str(outer_last.attrs[semconv.GEN_AI_INPUT_MESSAGES])
+            assert_no_leak(span_exporter.get_finished_spans(), [SECRET])
+    else:  # the negative: the nested run records the raw value it was given
+        inner_ids = {node.span.context.span_id for node in inner_spans if node.span and node.span.context}
+        places = {
+            (leak.span_name, leak.where)
+            for leak in find_leaks(span_exporter.get_finished_spans(), [SECRET])
+            if int(leak.span_id, 16) in inner_ids
+        }
+        assert places == {
+            ("invoke_agent assistant", f"attribute {semconv.GEN_AI_INPUT_MESSAGES}"),
+            ("chat gpt-4o-mini", f"attribute {semconv.GEN_AI_INPUT_MESSAGES}"),
+        }

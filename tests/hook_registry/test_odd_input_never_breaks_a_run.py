@@ -492,8 +492,9 @@ async def test_a_response_with_zero_blocks(
 
     (chat,) = spans_named(span_exporter, "chat")
     output = json.loads(attr(chat, semconv.GEN_AI_OUTPUT_MESSAGES))
-    assert output == [{"role": "assistant", "parts": [], "finish_reason": output[0]["finish_reason"]}]
-    assert attr(chat, semconv.GEN_AI_RESPONSE_FINISH_REASONS) == (output[0]["finish_reason"],)
+    assert output == [{"role": "assistant", "parts": []}]  # the finish reason is not in the message (#363)
+    expected = semconv.FINISH_REASON_BY_STOP_REASON[stop_reason.value]
+    assert attr(chat, semconv.GEN_AI_RESPONSE_FINISH_REASONS) == (expected,)
     assert len(span_exporter.get_finished_spans()) == 2
 
 
@@ -506,8 +507,18 @@ INVALID_OPTIONS: list[tuple[str, object, type[Exception]]] = [
     ("tracer_provider", "global", TypeError),
     ("tracer_provider", NotAProvider(), TypeError),
     ("meter_provider", object(), TypeError),
-    ("capture_content", "yes", TypeError),
+    ("capture_content", "yes", ValueError),  # a str, but not a content mode
+    ("capture_content", "events", ValueError),
     ("capture_content", 1, TypeError),
+    ("logger_provider", object(), TypeError),
+    ("semconv_compat", "dup", TypeError),
+    ("content_upload", 42, TypeError),
+    ("content_upload", True, TypeError),
+    ("content_upload", "gs-nope://bucket/x", ValueError),
+    ("user_id", 7, TypeError),
+    ("user_id", "", TypeError),
+    ("agent_version", 42, TypeError),
+    ("agent_version", {"assistant": ""}, TypeError),
     ("agent_name", 42, TypeError),
     ("agent_name", {"assistant": 1}, TypeError),
     ("agent_name", {"assistant": ""}, TypeError),

@@ -2,30 +2,46 @@
 
 Each seed drives several concurrent runs on one ``OtelHooks`` with random mixes of: duplicate,
 empty and redirected tool-use ids, parallel tools, agents used as tools, tools that fail, hooks
-that raise or scrub results, exceptions whose ``__str__`` raises, odd usage values, interrupts and
-cancellation. Whatever the runs' outcomes, the spans started equal the spans ended, every span
-sits in the trace of the run that made it (one root per trace, the run's conversation id on
-every span), and neither the plugin nor ``opentelemetry.context`` logs an error (conftest).
+that raise or scrub results, exceptions whose ``__str__`` raises, odd usage values (token counts
+beyond int64 among them), interrupts and cancellation, on a ``HookRegistry`` or a subclass of it
+(one overriding ``emit``, one wrapping every handler ``on`` is given), and (``TrustMix``) a model
+that prefixes tool names with ``functions.`` with a hook that strips it, a name nobody offered, a
+tool whose result holds a credential as ``bytes``, and a hook that has every result checked by a
+small agent run on the app's own registry (given the raw value). Whatever the runs' outcomes, the
+spans started equal the spans ended, every span sits in the trace of the run that made it (one
+root per trace, the run's conversation id on every span), every int on a span fits int64, the
+credential is nowhere (``redact_secrets=["api_key"]``), a run a hook started records no content,
+no invented or prefixed name is a tool's name, and neither the plugin nor
+``opentelemetry.context`` logs an error (conftest).
+
+A second property: a durable run stopped at a random LLM call (its task cancelled; agents used
+as tools included) and resumed on a fresh runtime continues as one trace, its root linked to
+the stopped run's, every span ended.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import dataclasses
+import functools
 import random
 from collections import defaultdict
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from flowra.agent import HookRegistry
-from flowra.lib.tool_loop import AfterToolCallEvent, BeforeToolCallEvent
-from flowra.llm import ToolResultBlock, Usage
+from flowra.lib.tool_loop import AfterToolCallEvent, BeforeToolCallEvent, ToolLoopResult, ToolLoopStatus
+from flowra.llm import LLMResponse, StopReason, ToolResultBlock, ToolUseBlock, Usage
 from flowra.runtime import AgentRuntime
+from flowra.runtime.storage import InMemorySessionStorage
+from flowra.tools import LocalTool, ToolDefinition, ToolExecutionContext, ToolResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from flowra_otel import OtelHooks
-from flowra_otel.core import semconv
-from tests.hook_registry.conftest import SpanLedger, hooks_with
+from flowra_otel.core import durable_link, semconv
+from flowra_otel.testing import find_leaks
+from tests.hook_registry.conftest import SpanLedger, assert_all_ended
 from tests.hook_registry.flowra_support import (
     HAS_AGENT_TOOLS,
     ResearcherSetup,
@@ -42,6 +58,28 @@ from tests.hook_registry.flowra_support import (
 )
 
 RUNS_PER_SEED = 6
+BIG = 2**64 - 1
+
+
+class EmittingRegistry(HookRegistry):
+    """A subclass overriding ``emit`` (around flowra's own)."""
+
+    async def emit(self, data: Any) -> Any:
+        return await super().emit(data)
+
+
+class WrappingRegistry(HookRegistry):
+    """A subclass whose ``on`` wraps every handler it is given."""
+
+    def on(self, event_type: Any, handler: Any, *, prepend: bool = False) -> None:
+        @functools.wraps(handler)
+        def wrapped(event: Any) -> Any:
+            return handler(event)
+
+        super().on(event_type, wrapped, prepend=prepend)
+
+
+REGISTRIES: tuple[type[HookRegistry], ...] = (HookRegistry, HookRegistry, EmittingRegistry, WrappingRegistry)
 
 
 class UnprintableError(RuntimeError):
@@ -109,6 +147,7 @@ def _usage(rng: random.Random) -> Usage | None:
             Usage(input_tokens=10, output_tokens=5, cost_usd=0.01),
             Usage(input_tokens="7", output_tokens=None, cost_usd="n/a"),  # type: ignore[arg-type]
             Usage(input_tokens=3, output_tokens=2, cost_usd=float("nan")),
+            Usage(input_tokens=BIG, output_tokens=BIG, cache_read_input_tokens=BIG, cost_usd=1e308),
         ]
     )
 
@@ -136,6 +175,76 @@ def _script(rng: random.Random, run: int, tools: list[str]) -> tuple[list[Any], 
     return steps, children
 
 
+AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+CREDENTIAL = f"aws_access_key_id={AWS_KEY}".encode()
+INVENTED = "wire_money_q7"
+CHECKER_MODEL = "openai/gpt-4o-mini"
+
+
+async def _read_credentials(ctx: ToolExecutionContext) -> ToolResult:
+    """A tool answering with a structure that holds raw bytes (flowra passes it on as it is)."""
+    return ToolResult(content=cast("str", {"file": CREDENTIAL, "sealed": b"\xff\xfe" + CREDENTIAL}))
+
+
+READ_CREDENTIALS = LocalTool(
+    definition=ToolDefinition(name="read_credentials", description="Reads.", input_schema={"type": "object"}),
+    handler=_read_credentials,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrustMix:
+    """Inputs of issue 19's content items, decided up front."""
+
+    prefix: bool = False
+    """The model prefixes every tool name with ``functions.``; a hook strips it."""
+    invent: bool = False
+    """The first batch of calls has one more, to a name nobody offered (prefixed too, if so)."""
+    bytes_result: bool = False
+    """The first batch calls ``read_credentials``, whose result holds the credential as bytes."""
+    check_results: bool = False
+    """A hook has every tool result checked by a small agent run on the app's own registry."""
+
+    @staticmethod
+    def strip_prefix(event: Any) -> None:
+        use = event.data.tool_use
+        if use.name.startswith("functions."):
+            event.data.tool_use = dataclasses.replace(use, name=use.name.removeprefix("functions."))
+
+    def edit(self, steps: list[Any], run: int) -> None:
+        """The model's side: an invented call, a call whose result holds bytes, prefixed names."""
+        batches = [s for s in steps if isinstance(s, LLMResponse) and s.stop_reason == StopReason.TOOL_USE]
+        if not batches:
+            return
+        blocks: list[Any] = batches[0].message.blocks
+        if self.invent:
+            blocks.insert(0, ToolUseBlock(id=f"r{run}inv", name=INVENTED, input={"amount": 100}))
+        if self.bytes_result:
+            blocks.append(ToolUseBlock(id=f"r{run}creds", name="read_credentials", input={}))
+        if self.prefix:
+            for step in batches:
+                step_blocks: list[Any] = step.message.blocks
+                for index, block in enumerate(step_blocks):
+                    if isinstance(block, ToolUseBlock):
+                        step_blocks[index] = dataclasses.replace(block, name=f"functions.{block.name}")
+
+
+class ResultChecker:
+    """The ``check_results`` hook: a small agent (a run on the app's own registry) is given
+    each raw result."""
+
+    def __init__(self, registry: HookRegistry, run: int) -> None:
+        self.registry = registry
+        self.run = run
+
+    async def check(self, event: Any) -> None:
+        provider = ScriptedProvider([text_response("fine")])
+        async with tool_registry() as no_tools:
+            runtime = tool_loop_runtime(provider, no_tools, self.registry, model=CHECKER_MODEL)
+            metadata = {"conversation_id": f"conv-{self.run}"}
+            await run_tool_loop(runtime, f"Check: {event.data.result.content!r}", metadata=metadata)
+
+
 @dataclasses.dataclass
 class Plan:
     run: int
@@ -144,6 +253,8 @@ class Plan:
     mix: Mix
     hooks_first: bool
     rng: random.Random
+    registry: type[HookRegistry] = HookRegistry
+    trust: TrustMix = TrustMix()
 
 
 def _plan(rng: random.Random, run: int) -> Plan:
@@ -160,12 +271,32 @@ def _plan(rng: random.Random, run: int) -> Plan:
     )
     if mix.interrupt:
         steps.insert(0, tool_calls_response([("i", "interrupter", {"word": "now"}), ("s", "slow", {"word": "x"})]))
-    return Plan(run, steps, children, mix, hooks_first=rng.random() < 0.5, rng=rng)
+    plan = Plan(run, steps, children, mix, hooks_first=rng.random() < 0.5, rng=rng, registry=rng.choice(REGISTRIES))
+    trust_rng = random.Random(rng.random())  # a stream of its own
+    plan.trust = TrustMix(
+        prefix=trust_rng.random() < 0.25,
+        invent=trust_rng.random() < 0.25,
+        bytes_result=trust_rng.random() < 0.25,
+        check_results=trust_rng.random() < 0.2,
+    )
+    plan.trust.edit(plan.steps, run)
+    return plan
 
 
 async def _one_run(plan: Plan, hooks: OtelHooks, child_provider: ScriptedProvider) -> None:
     user_hooks = RandomHooks(plan.mix, plan.rng)
-    registry = hooks_with(hooks, user_hooks) if plan.hooks_first else _prepended(hooks, user_hooks)
+    registry = plan.registry()
+    if plan.hooks_first:
+        registry.add(hooks)
+        registry.add(user_hooks)
+    else:
+        registry.on(BeforeToolCallEvent, user_hooks.before)
+        registry.on(AfterToolCallEvent, user_hooks.after)
+        registry.add(hooks)
+    if plan.trust.prefix:
+        registry.on(BeforeToolCallEvent, plan.trust.strip_prefix)
+    if plan.trust.check_results:
+        registry.on(AfterToolCallEvent, ResultChecker(registry, plan.run).check)
     holder: dict[str, AgentRuntime] = {}
 
     async def interrupter(word: str) -> str:
@@ -174,6 +305,7 @@ async def _one_run(plan: Plan, hooks: OtelHooks, child_provider: ScriptedProvide
         return "stopping"
 
     local: list[Any] = [echo, broken, slow, get_weather, as_local_tool(interrupter, name="interrupter")]
+    local.append(READ_CREDENTIALS)
     if HAS_AGENT_TOOLS:
         local.append(research_tool())
     async with tool_registry(*local) as tool_reg, tool_registry(get_weather) as child_tools:
@@ -192,20 +324,12 @@ async def _one_run(plan: Plan, hooks: OtelHooks, child_provider: ScriptedProvide
         await asyncio.gather(task, return_exceptions=True)
 
 
-def _prepended(hooks: OtelHooks, user_hooks: RandomHooks) -> HookRegistry:
-    registry = HookRegistry()
-    registry.on(BeforeToolCallEvent, user_hooks.before)
-    registry.on(AfterToolCallEvent, user_hooks.after)
-    registry.add(hooks)
-    return registry
-
-
 @pytest.mark.parametrize("seed", range(8))
 async def test_random_mixes_end_every_span_in_its_own_trace(
     seed: int, make_otel_hooks: Any, span_exporter: InMemorySpanExporter, ledger: SpanLedger
 ) -> None:
     rng = random.Random(seed)
-    hooks = make_otel_hooks(capture_content=rng.random() < 0.5)
+    hooks = make_otel_hooks(capture_content=rng.random() < 0.5, redact_secrets=["api_key"])
     plans = [_plan(random.Random(seed * 100 + i), i) for i in range(RUNS_PER_SEED)]
     child_provider = ScriptedProvider.by_first_user_text({})
     for plan in plans:
@@ -226,3 +350,131 @@ async def test_random_mixes_end_every_span_in_its_own_trace(
         conversation = {str((s.attributes or {}).get(semconv.GEN_AI_CONVERSATION_ID)) for s in trace_spans}
         assert len(conversation) == 1, conversation
     assert len(by_trace) <= RUNS_PER_SEED
+    assert_ints_fit_int64(spans)
+    assert_trusted(spans)
+
+
+def assert_trusted(spans: Any) -> None:
+    """The third round's properties: the credential nowhere (neither raw nor in the base64 bytes
+    were once recorded as), no content on a run a hook started (its model, and the agent above
+    it), no invented or prefixed name as a tool's name."""
+    leaks = find_leaks(spans, [AWS_KEY, base64.b64encode(CREDENTIAL).decode("ascii")])
+    assert leaks == [], [str(leak) for leak in leaks]
+    content = {
+        semconv.GEN_AI_INPUT_MESSAGES,
+        semconv.GEN_AI_OUTPUT_MESSAGES,
+        semconv.GEN_AI_SYSTEM_INSTRUCTIONS,
+        semconv.GEN_AI_TOOL_DEFINITIONS,
+    }
+    checker_agents = {s.parent.span_id for s in spans if s.name == "chat gpt-4o-mini" and s.parent is not None}
+    for span in spans:
+        attributes = span.attributes or {}
+        if span.name == "chat gpt-4o-mini" or (span.context is not None and span.context.span_id in checker_agents):
+            assert not content & set(attributes), span.name
+        name = str(attributes.get(semconv.GEN_AI_TOOL_NAME, ""))
+        assert INVENTED not in span.name and INVENTED not in name, span.name
+        assert "functions." not in span.name and "functions." not in name, span.name
+
+
+def assert_ints_fit_int64(spans: Any) -> None:
+    """Every int a span carries (alone or in an array) is one OTLP can encode."""
+    for span in spans:
+        for key, value in (span.attributes or {}).items():
+            for item in value if isinstance(value, tuple) else (value,):
+                if type(item) is int:
+                    assert -(2**63) <= item < 2**63, (span.name, key, item)
+
+
+# ------------------------------------------------------------------------------ stopped and resumed
+class Hang:
+    """A scripted LLM call that never answers: the run is stopped there (its task cancelled),
+    after flowra saved the cycle before it."""
+
+    def __init__(self) -> None:
+        self.reached = asyncio.Event()
+
+    async def __call__(self, request: Any) -> Any:
+        self.reached.set()
+        await asyncio.sleep(3600)
+        raise AssertionError("never answered")
+
+
+def _durable_script(rng: random.Random) -> tuple[list[Any], dict[str, list[Any]], Hang]:
+    """The main loop's script, the researchers' (by query), and where the run hangs: before a
+    random LLM call of either (the real answer follows, for the resumed call). At most one
+    researcher per batch: a sibling's LLM call in the cycle that never completed would run again
+    on resume (flowra's own at-least-once), which a fixed script cannot know."""
+    main: list[Any] = []
+    children: dict[str, list[Any]] = {}
+    for it in range(rng.randint(1, 2)):
+        calls: list[tuple[str, str, dict[str, Any]]] = []
+        for k in range(rng.randint(1, 2)):
+            if HAS_AGENT_TOOLS and rng.random() < 0.6 and not any(c[1] == "research" for c in calls):
+                query = f"q{it}{k}"
+                child: list[Any] = [text_response(f"answer {query}")]
+                if rng.random() < 0.5:
+                    child.insert(0, tool_calls_response([(f"w{it}{k}", "get_weather", {"city": "Oslo"})]))
+                children[query] = child
+                calls.append((f"r{it}{k}", "research", {"query": query}))
+            else:
+                calls.append((f"e{it}{k}", "echo", {"word": f"w{it}{k}"}))
+        main.append(tool_calls_response(calls, usage=Usage(input_tokens=10, output_tokens=5)))
+    main.append(text_response("done"))
+    hang = Hang()
+    slots = [(None, i) for i in range(len(main))] + [(q, i) for q, steps in children.items() for i in range(len(steps))]
+    where, index = rng.choice(slots)
+    (main if where is None else children[where]).insert(index, hang)
+    return main, children, hang
+
+
+@pytest.mark.parametrize("seed", range(8))
+async def test_a_run_stopped_at_a_random_llm_call_resumes_as_one_linked_trace(
+    seed: int, make_otel_hooks: Any, span_exporter: InMemorySpanExporter, ledger: SpanLedger
+) -> None:
+    rng = random.Random(seed)
+    otel = make_otel_hooks(capture_content=rng.random() < 0.5)
+    main, children, hang = _durable_script(rng)
+    provider = ScriptedProvider(main)
+    child_provider = ScriptedProvider.by_first_user_text(children)
+    storage = InMemorySessionStorage()
+    local: list[Any] = [echo] + ([research_tool()] if HAS_AGENT_TOOLS else [])
+    async with tool_registry(*local) as tools, tool_registry(get_weather) as child_tools:
+        setup = ResearcherSetup(provider=child_provider, registry=child_tools) if HAS_AGENT_TOOLS else None
+
+        def runtime() -> AgentRuntime:
+            registry = rng.choice(REGISTRIES)()
+            registry.add(otel)
+            return tool_loop_runtime(provider, tools, registry, researcher=setup, storage=storage)
+
+        first = runtime()
+        metadata = {"conversation_id": f"conv-{seed}"}
+        task = asyncio.ensure_future(run_tool_loop(first, "Do the work", metadata=metadata))
+        await asyncio.wait_for(hang.reached.wait(), 5)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        assert await first.has_pending_execution()
+        stopped = {s.context.span_id: s for s in span_exporter.get_finished_spans() if s.context is not None}
+        (stopped_root,) = [s for s in stopped.values() if s.parent is None]
+
+        result = await runtime().resume()
+    assert isinstance(result, ToolLoopResult) and result.status == ToolLoopStatus.COMPLETED
+    provider.assert_exhausted()
+    child_provider.assert_exhausted()
+
+    assert_all_ended(ledger, span_exporter)
+    resumed = [
+        s for s in span_exporter.get_finished_spans() if s.context is not None and s.context.span_id not in stopped
+    ]
+    assert len({s.context.trace_id for s in resumed if s.context is not None}) == 1, "one trace"
+    (root,) = [s for s in resumed if s.parent is None]
+    assert root.name == "invoke_agent assistant"
+    assert root.context is not None and stopped_root.context is not None
+    assert root.context.trace_id != stopped_root.context.trace_id
+    assert [(link.context.trace_id, link.context.span_id) for link in root.links] == [
+        (stopped_root.context.trace_id, stopped_root.context.span_id)
+    ]
+    assert (root.attributes or {})[durable_link.RESUMED] is True
+    ids = {s.context.span_id for s in resumed if s.context is not None}
+    assert all(s.parent is None or s.parent.span_id in ids for s in resumed), "every parent in the trace"
+    assert {(s.attributes or {}).get(semconv.GEN_AI_CONVERSATION_ID) for s in resumed} == {f"conv-{seed}"}
+    assert_ints_fit_int64(span_exporter.get_finished_spans())

@@ -23,7 +23,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from flowra_otel import OtelHooks
-from flowra_otel.adapters.hook_registry import patches
+from flowra_otel.adapters.hook_registry import patches, registry_view, span_book
+from flowra_otel.adapters.hook_registry._flowra import registry_handlers, services_of
 from flowra_otel.adapters.hook_registry.hooks import HookRegistryAdapter
 from flowra_otel.adapters.hook_registry.instrumentor import NO_PROVIDER_WARNING
 from flowra_otel.core import semconv
@@ -32,14 +33,19 @@ from tests import span_tree
 from tests.hook_registry.conftest import wrapped_result
 from tests.hook_registry.flowra_support import (
     ScriptedProvider,
+    SummarizerAgent,
+    SummarizeSpec,
     get_weather,
+    run_agent,
     run_tool_loop,
+    specialist_runtime,
     text_response,
     tool_calls_response,
     tool_loop_runtime,
     tool_registry,
 )
 from tests.otlp_receiver import OtlpReceiver
+from tests.zero_code import Upstream, app_environment
 
 PATCHED: tuple[tuple[type, str], ...] = (
     (HookRegistry, "__init__"),
@@ -200,7 +206,7 @@ async def test_an_apps_own_otel_hooks_replaces_the_instrumentors(
 
 def test_invalid_options_fail_at_instrument_time(instrumentor: FlowraInstrumentor) -> None:
     with pytest.raises(TypeError, match="capture_content"):
-        instrumentor.instrument(capture_content="yes")
+        instrumentor.instrument(capture_content=3)  # a content mode's name or a bool
     assert not is_instrumented(instrumentor)
     assert not hasattr(HookRegistry.__dict__["__init__"], "__wrapped__")
     assert instrumentor.hooks is None
@@ -224,6 +230,84 @@ async def test_child_registries_trace_each_event_once(
             [("chat sonnet-4-5", []), ("execute_tool get_weather", []), ("chat sonnet-4-5", [])],
         )
     ]
+
+
+CONTENT_KEYS = frozenset(
+    {
+        semconv.GEN_AI_INPUT_MESSAGES,
+        semconv.GEN_AI_OUTPUT_MESSAGES,
+        semconv.GEN_AI_SYSTEM_INSTRUCTIONS,
+        semconv.GEN_AI_TOOL_DEFINITIONS,
+        semconv.GEN_AI_TOOL_CALL_ARGUMENTS,
+        semconv.GEN_AI_TOOL_CALL_RESULT,
+    }
+)
+APP_STAMP = {"app.tracer": "the app's own OtelHooks"}
+
+
+def _first_sees_wins(current: Any, candidate: Any) -> bool:
+    """The negative's ownership rule: the first OtelHooks to see an event traces it, whoever it is."""
+    return current is None
+
+
+def _first_on_registry(node: Any) -> Any:
+    """The negative's owner of a direct provider call: the first OtelHooks on the node's registry."""
+    registry = services_of(node).get(HookRegistry)
+    for handler in registry_handlers(registry, BeforeLLMCallEvent) or () if registry is not None else ():
+        if registry_view.is_plugin_handler(handler):
+            return handler.__self__
+    return None
+
+
+@pytest.mark.parametrize("app_wins", [True, False], ids=["app_wins", "first_sees_wins"])
+async def test_a_child_registry_is_traced_with_the_apps_options_not_zero_codes(
+    app_wins: bool,
+    instrumentor: FlowraInstrumentor,
+    tracer_provider: TracerProvider,
+    meter_provider: MeterProvider,
+    span_exporter: InMemorySpanExporter,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Content capture on through the environment (zero-code), the app's own ``OtelHooks`` off,
+    on the parent of a ``child_registry``: the child, made while instrumented, carries the
+    instrumentor's ``OtelHooks`` too and sees every event first. The app's options apply: no
+    content, on the tool loop's spans and on a custom agent's direct provider call alike."""
+    if not app_wins:
+        monkeypatch.setattr(span_book, "takes_over", _first_sees_wins)
+        monkeypatch.setattr(span_book, "owner_on", _first_on_registry)
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    instrumentor.instrument(tracer_provider=tracer_provider, meter_provider=meter_provider)
+    parent = HookRegistry()  # carries the instrumentor's OtelHooks (capture on, from the environment)
+    app = OtelHooks(
+        tracer_provider=tracer_provider, meter_provider=meter_provider, capture_content=False, attributes=APP_STAMP
+    )
+    parent.add(app)  # replaces the instrumentor's on the parent
+    child = OtelHooks.child_registry(parent, agent_path="planner")  # made while instrumented: it has both
+    await _run_on(child)
+    summarizer = ScriptedProvider([text_response("Oslo is cold.")])
+    await run_agent(specialist_runtime(summarizer, child), SummarizerAgent, SummarizeSpec(text="Oslo, -5 C"))
+
+    spans = span_exporter.get_finished_spans()
+    assert span_tree.shape(span_tree.build(spans)) == [
+        ("invoke_agent planner", [("chat sonnet-4-5", []), ("execute_tool get_weather", []), ("chat sonnet-4-5", [])]),
+        ("chat sonnet-4-5", []),  # the custom agent's direct call
+    ]
+    recorded = {s.name: sorted(CONTENT_KEYS & set(s.attributes or {})) for s in spans}
+    stamped = {(s.attributes or {}).get("app.tracer") for s in spans}
+    if app_wins:
+        assert [sorted(CONTENT_KEYS & set(s.attributes or {})) for s in spans] == [[]] * 5
+        assert stamped == {APP_STAMP["app.tracer"]}  # every span is the app's OtelHooks'
+    else:  # the negative: the instrumentor's OtelHooks traces the child, with content
+        assert recorded["invoke_agent planner"] == [semconv.GEN_AI_INPUT_MESSAGES, semconv.GEN_AI_OUTPUT_MESSAGES]
+        assert recorded["execute_tool get_weather"] == [
+            semconv.GEN_AI_TOOL_CALL_ARGUMENTS,
+            semconv.GEN_AI_TOOL_CALL_RESULT,
+        ]
+        direct = [s for s in spans if s.parent is None and s.name == "chat sonnet-4-5"]
+        assert [sorted(CONTENT_KEYS & set(s.attributes or {})) for s in direct] == [
+            [semconv.GEN_AI_INPUT_MESSAGES, semconv.GEN_AI_OUTPUT_MESSAGES, semconv.GEN_AI_SYSTEM_INSTRUCTIONS]
+        ]
+        assert stamped == {None}
 
 
 # ------------------------------------------------------------------------------------ opentelemetry-instrument
@@ -296,39 +380,50 @@ asyncio.run(main())
 '''
 
 
-def test_unmodified_app_under_opentelemetry_instrument(tmp_path: Path) -> None:
-    app = tmp_path / "app.py"
+def _launch(tmp_path: Path, env: dict[str, str], *, upstream: Upstream = "absent") -> subprocess.CompletedProcess[str]:
+    """The app under ``opentelemetry-instrument`` in an app environment (tests/zero_code.py): this
+    package, no other instrumentation, and opentelemetry-distro where ``upstream`` says."""
+    app_env = app_environment(tmp_path, upstream=upstream)
+    app = app_env.app_dir / "app.py"
     app.write_text(textwrap.dedent(APP), encoding="utf-8")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "PYTHONPATH", "VIRTUAL_ENV"))}
+    if app_env.pythonpath is not None:
+        clean["PYTHONPATH"] = app_env.pythonpath
+    return subprocess.run(
+        [str(app_env.bin / "opentelemetry-instrument"), str(app_env.python), str(app)],
+        cwd=app_env.app_dir,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_unmodified_app_under_opentelemetry_instrument(tmp_path: Path) -> None:
+    """Under opentelemetry-distro's distro and configurator, chosen by name (ours are installed
+    too, found after them): the instrumentor traces with whatever set the process up, and says
+    nothing, as the choice was explicit. (Our own distro: test_zero_code_follows_configure_telemetry.)"""
     assert "flowra_otel" not in APP.replace(
         '"""A plain flowra app: it knows nothing of OpenTelemetry or flowra_otel."""', ""
     )
-    launcher = Path(sys.executable).parent / "opentelemetry-instrument"
-    assert launcher.exists(), launcher
     with OtlpReceiver() as rx:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-        env.update(
-            {
-                "OTEL_TRACES_EXPORTER": "otlp",
-                "OTEL_METRICS_EXPORTER": "none",
-                "OTEL_LOGS_EXPORTER": "none",
-                "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
-                "OTEL_EXPORTER_OTLP_ENDPOINT": rx.grpc_endpoint,
-                "OTEL_SERVICE_NAME": "zero-code-app",
-                "OTEL_BSP_SCHEDULE_DELAY": "100",
-            }
-        )
-        proc = subprocess.run(
-            [str(launcher), sys.executable, str(app)],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        env = {
+            "OTEL_PYTHON_DISTRO": "distro",
+            "OTEL_PYTHON_CONFIGURATOR": "configurator",
+            "OTEL_TRACES_EXPORTER": "otlp",
+            "OTEL_METRICS_EXPORTER": "none",
+            "OTEL_LOGS_EXPORTER": "none",
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+            "OTEL_EXPORTER_OTLP_ENDPOINT": rx.grpc_endpoint,
+            "OTEL_SERVICE_NAME": "zero-code-app",
+            "OTEL_BSP_SCHEDULE_DELAY": "100",
+        }
+        proc = _launch(tmp_path, env, upstream="first")
         assert proc.returncode == 0, proc.stderr
         assert "answer: It is noon in Oslo." in proc.stdout
         assert "spans go nowhere" not in proc.stderr  # the distro installed a provider
+        assert "flowra_otel" not in proc.stderr, proc.stderr  # no internal error, no warning
         spans = rx.wait_for_spans(4, timeout=10)
     names = sorted(s.name for s in spans)
     assert names == ["chat gpt-4o", "chat gpt-4o", "execute_tool get_time", "invoke_agent assistant"], names
@@ -346,27 +441,15 @@ def test_unmodified_app_under_opentelemetry_instrument(tmp_path: Path) -> None:
 
 
 def test_opentelemetry_instrument_without_a_configurator_says_how_to_fix_it(tmp_path: Path) -> None:
-    """As without ``opentelemetry-distro``: instrumentors load, no provider is installed. Naming a
-    configurator that does not exist is the same situation, reproducible in the dev venv."""
-    app = tmp_path / "app.py"
-    app.write_text(textwrap.dedent(APP), encoding="utf-8")
-    launcher = Path(sys.executable).parent / "opentelemetry-instrument"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    env.update(
+    """As with no configurator installed: instrumentors load, no provider is installed. Naming a
+    configurator that does not exist is the same situation."""
+    proc = _launch(
+        tmp_path,
         {
             "OTEL_PYTHON_CONFIGURATOR": "not-installed",
             "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
             "OTEL_SERVICE_NAME": "zero-code-app",
-        }
-    )
-    proc = subprocess.run(
-        [str(launcher), sys.executable, str(app)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+        },
     )
     assert proc.returncode == 0, proc.stderr
     assert "answer: It is noon in Oslo." in proc.stdout  # the app is unaffected

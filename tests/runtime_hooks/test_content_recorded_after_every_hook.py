@@ -12,7 +12,8 @@ Two mechanisms make the recorded value the model's:
   appears (the agent's next LLM request, or the turn's messages).
 
 A third, ``emit_patch.IN_HOOKS``, keeps the content of an agent run a hook starts (a small model
-scrubbing a value it is given raw) out of the trace. ``redact=`` / ``redact_secrets=`` scrub what
+scrubbing a value it is given raw) out of the trace, whichever event's hook starts it (one the
+adapter acts on or not) and also from a task the hook starts. ``redact=`` / ``redact_secrets=`` scrub what
 is recorded after all of this, the model's own output included. Agent-scoped hooks are registered
 the way an application does it: by a ``ChatAgent`` subclass, in its ``__init__``.
 
@@ -23,6 +24,7 @@ paired negative that removes it and shows the leak or the mismatch appear.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import dataclasses
 import hashlib
@@ -38,7 +40,7 @@ import pytest
 from flowra.agent import AgentRuntime, AgentStore, Event, Hooks, InterruptToken, ServiceLocator
 from flowra.lib.chat import ChatAgent, ChatConfig, ChatResult, ChatSpec
 from flowra.lib.turn import TurnAgent, TurnConfig, TurnSpec
-from flowra.lib.turn.hook_events import AfterToolCallEvent, BeforeToolCallEvent, StartTurnEvent
+from flowra.lib.turn.hook_events import AfterToolCallEvent, BeforeToolCallEvent, StartTurnEvent, TextReasoningEvent
 from flowra.llm import (
     AssistantMessage,
     LLMRequest,
@@ -283,7 +285,7 @@ def ledger_of(span: ReadableSpan) -> dict[str, Any]:
 
 
 def answer(text: str) -> list[dict[str, Any]]:
-    return [{"role": "assistant", "parts": [{"type": "text", "content": text}], "finish_reason": "stop"}]
+    return [{"role": "assistant", "parts": [{"type": "text", "content": text}]}]  # no finish_reason (#363)
 
 
 def leak_places(exporter: InMemorySpanExporter, secrets: Sequence[str]) -> set[tuple[str, str]]:
@@ -931,6 +933,68 @@ async def test_an_agent_run_started_by_a_hook_records_no_content(
         assert_no_leak(spans(span_exporter), [SSN, CARD])
     else:  # the negative: the nested run records the raw record it was given
         assert leak_places(span_exporter, [SSN, CARD]) == {
+            ("invoke_agent scrubber", f"attribute {semconv.GEN_AI_INPUT_MESSAGES}"),
+            ("chat gpt-4o-mini", f"attribute {semconv.GEN_AI_INPUT_MESSAGES}"),
+        }
+
+
+class EventScrubber(ModelScrubber):
+    """The same small agent, asked from a hook of an event the adapter does not act on
+    (``TextReasoningEvent``: the model's text beside its tool calls), or from a task a
+    ``AfterToolCallEvent`` hook starts and awaits."""
+
+    async def check_reasoning(self, event: Event[TextReasoningEvent]) -> None:
+        if SSN in event.data.text.text:  # the text beside the tool call; not the final answer
+            await self.runtime.run(agent=TurnAgent, spec=TurnSpec.text(f"Check: {event.data.text.text}"))
+
+    async def scrub_in_a_task(self, event: Event[AfterToolCallEvent]) -> None:
+        await asyncio.ensure_future(self.scrub(event))
+
+
+@pytest.mark.parametrize("in_hooks", [True, False], ids=["in_hooks_marked", "without_in_hooks"])
+@pytest.mark.parametrize("on", ["reasoning", "task"])
+async def test_an_agent_run_started_by_any_hook_or_its_task_records_no_content(
+    on: str,
+    in_hooks: bool,
+    make_otel_hooks: MakeHooks,
+    span_exporter: InMemorySpanExporter,
+    ledger: SpanLedger,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if not in_hooks:
+        monkeypatch.setattr(emit_patch, "IN_HOOKS", _NeverInHooks())
+    small = ScriptedProvider(text_response(MASKED_RECORD))
+    scrubber = EventScrubber(traced(make_otel_hooks, scrubber_runtime(small), capture_content=True))
+    first = tool_calls_response(("c1", "lookup_customer", {"name": "Ada"}), text=f"Ada's SSN is {SSN}, checking.")
+    provider = ScriptedProvider(first, text_response("Ada is on file."))
+    runtime = traced(make_otel_hooks, chat_runtime(provider, lookup_customer), capture_content=True)
+    if on == "reasoning":
+        runtime.hooks.on(TextReasoningEvent, scrubber.check_reasoning)
+    else:
+        runtime.hooks.on(AfterToolCallEvent, scrubber.scrub_in_a_task)
+    await run_as(runtime, ChatAgent)
+    assert SSN in repr(small.requests[0].messages)  # the small model really got the raw value
+
+    tree = span_tree.build(span_exporter.get_finished_spans())
+    calls: list[Any] = [("chat sonnet-4-5", []), ("execute_tool lookup_customer", []), ("chat sonnet-4-5", [])]
+    calls.insert(1 if on == "reasoning" else 2, ("invoke_agent scrubber", [("chat gpt-4o-mini", [])]))
+    assert span_tree.shape(tree) == [("invoke_agent assistant", calls)]
+    nested = tree[0].children[1 if on == "reasoning" else 2]
+    assert nested.children[0].attrs[semconv.GEN_AI_USAGE_INPUT_TOKENS] == 10  # traced all the same
+    assert_all_ended(ledger, span_exporter)
+    inner = {
+        (leak.span_name, leak.where)
+        for leak in find_leaks(spans(span_exporter), [SSN])
+        if leak.span_name in ("invoke_agent scrubber", "chat gpt-4o-mini")
+    }
+    if in_hooks:
+        for node in (nested, *nested.children):
+            assert not CONTENT_KEYS & set(node.attrs), node.name
+        assert inner == set()
+        # The outer run keeps its content.
+        assert semconv.GEN_AI_INPUT_MESSAGES in tree[0].children[-1].attrs
+    else:  # the negative: the nested run records the raw value it was given
+        assert inner == {
             ("invoke_agent scrubber", f"attribute {semconv.GEN_AI_INPUT_MESSAGES}"),
             ("chat gpt-4o-mini", f"attribute {semconv.GEN_AI_INPUT_MESSAGES}"),
         }

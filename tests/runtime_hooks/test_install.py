@@ -232,7 +232,7 @@ def test_an_unsupported_flowra_names_the_supported_releases(
     assert isinstance(raised.value, ImportError)  # what opentelemetry-instrument reports and skips
     # The facade checks flowra first: even bad options report the unsupported flowra.
     with pytest.raises(UnsupportedFlowraError, match=re.escape(f"flowra {version} is not supported")):
-        OtelHooks(capture_content="not a bool")  # type: ignore[arg-type]
+        OtelHooks(capture_content=3)  # type: ignore[arg-type]
 
 
 def test_no_flowra_at_all_says_so(installed_flowra: Callable[[str | None], None]) -> None:

@@ -4,11 +4,15 @@ well formed, the run's result is the untraced run's, and no secret reaches a spa
 Each seed plans one to three concurrent runs (each on its own runtime, one ``OtelHooks``) from a
 random script: tool calls, parallel calls, tools that fail, provider errors (one whose ``__str__``
 raises), hooks that raise, interrupts, calls a hook answers itself (prefilled), calls the token
-limit cut off, an agent used as a tool (with tools of its own), and redaction hooks registered at
-a random point (a global hook before ``install``, one after it, an agent-scoped one, or a global
-and a scoped one together). Every random choice is made when the plan is built, never while it
-runs, so the same plan runs identically twice: first untraced (flowra's own ``emit``), then
-traced. After each seed:
+limit cut off, an agent used as a tool (with tools of its own), token counts beyond int64, a
+``HooksImpl`` subclass as the runtime's hooks (plain, or wrapping every handler it is given),
+redaction hooks registered at a random point (a global hook before ``install``, one after it, an
+agent-scoped one, or a global and a scoped one together), and (``TrustPlan``) a model that
+prefixes tool names with ``functions.`` with a hook that strips it, a name nobody offered, a hook
+that attaches a credential to the arguments as ``bytes``, and a hook that has every result
+checked by a small agent of its own (a nested run, given the raw value). Every random choice is made when the
+plan is built, never while it runs, so the same plan runs identically twice: first untraced
+(flowra's own ``emit``), then traced. After each seed:
 
 * every span started ended, was exported, and nothing the adapter attached is still current;
 * one trace per run, one root each (``invoke_agent``), every parent in its trace, parent kinds as
@@ -17,15 +21,24 @@ traced. After each seed:
   every span of its trace;
 * each run's outcome (result or exception) and each request the models received are the
   untraced run's;
-* with content capture on, neither secret a tool returns appears on any span;
+* every int a span carries fits int64 (what OTLP can encode);
+* with content capture on, neither secret a tool returns appears on any span, nor the credential
+  a hook attached as bytes (``redact_secrets=["api_key"]``); a run a hook started records no
+  content; an invented name (prefixed or not) is never a span name nor a ``gen_ai.tool.name``;
 * neither flowra_otel, ``opentelemetry.context`` (autouse fixtures) nor flowra's span machinery
   (``flowra_span_handlers_never_fail``) logged an error.
+
+A second property: a durable run stopped at a random LLM call (its task cancelled; the chat's or
+a researcher's, used as a tool) and resumed on a fresh runtime continues as one trace, its root
+linked to the stopped run's, every span ended.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import dataclasses
+import functools
 import logging
 import random
 import re
@@ -34,9 +47,18 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from flowra.agent import AgentRuntime, AgentStore, Event, Hooks, InterruptToken, ServiceLocator
+from flowra.agent import (
+    AgentRuntime,
+    AgentStore,
+    Event,
+    Hooks,
+    InMemorySessionStorage,
+    InterruptToken,
+    ServiceLocator,
+)
+from flowra.agent.flow import HooksImpl, HookSubscription
 from flowra.lib.chat import ChatAgent, ChatConfig, ChatSpec
-from flowra.lib.turn.hook_events import AfterToolCallEvent, BeforeToolCallEvent, BeforeToolCallsEvent
+from flowra.lib.turn.hook_events import AfterToolCallEvent, BeforeToolCallEvent
 from flowra.llm import (
     AssistantMessage,
     LLMProvider,
@@ -58,6 +80,7 @@ from flowra_otel.core import semconv
 from flowra_otel.testing import find_leaks
 from tests.runtime_hooks.conftest import SpanLedger, assert_all_ended
 from tests.runtime_hooks.support import (
+    CALLS_EVENT,
     CARD,
     HAS_CALLS_EVENT,
     SSN,
@@ -78,6 +101,7 @@ from tests.runtime_hooks.support import (
 )
 
 SEEDS = 64
+BIG = 2**64 - 1
 SECRETS = (SSN, CARD)
 MASK = "[MASKED]"
 CUT_OFF = (StopReason.MAX_TOKENS, StopReason.STOP_SEQUENCE, StopReason.OTHER)
@@ -209,6 +233,108 @@ class Scripted(LLMProvider):
         return step
 
 
+class WrappingHooks(HooksImpl):
+    """The runtime's hooks, a subclass wrapping every handler it is given."""
+
+    __slots__ = ()
+
+    def on(self, event_type: Any, handler: Any, **kw: Any) -> None:
+        super().on(event_type, self._wrap(handler), **kw)
+
+    def on_span(self, span_type: Any, handler: Any, **kw: Any) -> None:
+        super().on_span(span_type, self._wrap(handler), **kw)
+
+    @staticmethod
+    def _wrap(handler: Any) -> Any:
+        @functools.wraps(handler)
+        def wrapped(event: Any) -> Any:
+            return handler(event)
+
+        return wrapped
+
+
+class PlainHooks(HooksImpl):
+    __slots__ = ()
+
+
+HOOKS_CLASSES: tuple[type[HooksImpl] | None, ...] = (None, None, PlainHooks, WrappingHooks)
+"""None: flowra makes its own ``HooksImpl``."""
+
+
+# ------------------------------------------------------------------------------------ the third round's inputs
+AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+INVENTED = "wire_money_q7"
+CHECKER_MODEL = "openai/gpt-4o-mini"
+
+
+@dataclasses.dataclass(frozen=True)
+class TrustPlan:
+    """Inputs of issue 19's content items, decided up front from their own random stream (so
+    the other choices of a seed stay as they were)."""
+
+    prefix: bool = False
+    """The model prefixes every tool name with ``functions.``; a hook strips it."""
+    invent: bool = False
+    """The first batch of calls has one more, to a name nobody offered (prefixed too, if so)."""
+    attach_bytes: bool = False
+    """A hook attaches the customer's AWS credential to ``lookup_customer``'s arguments, as bytes."""
+    check_results: bool = False
+    """A hook has every tool result checked by a small agent on a runtime of its own (traced by
+    the same ``OtelHooks``), given the raw result."""
+
+    @staticmethod
+    def strip_prefix(event: Event[BeforeToolCallEvent]) -> None:
+        use = event.data.tool_use
+        if use.name.startswith("functions."):
+            event.data.tool_use = dataclasses.replace(use, name=use.name.removeprefix("functions."))
+
+    @staticmethod
+    def attach_credential(event: Event[BeforeToolCallEvent]) -> None:
+        use = event.data.tool_use
+        if use.name == "lookup_customer" and isinstance(use.input, dict):
+            credential = f"aws_access_key_id={AWS_KEY}".encode()
+            event.data.tool_use = dataclasses.replace(use, input={**use.input, "auth": credential})
+
+    def edit(self, steps: list[Any], run: int) -> None:
+        """The model's side of the plan: an invented call, prefixed names."""
+        batches = [s for s in steps if isinstance(s, LLMResponse) and s.stop_reason == StopReason.TOOL_USE]
+        if self.invent and batches:
+            first: Any = batches[0].messages[0]
+            first.blocks.insert(0, ToolUseBlock(id=f"r{run}inv", name=INVENTED, input={"amount": 100}))
+        if self.prefix:
+            for step in batches:
+                message: Any = step.messages[0]
+                for index, block in enumerate(message.blocks):
+                    if isinstance(block, ToolUseBlock):
+                        message.blocks[index] = dataclasses.replace(block, name=f"functions.{block.name}")
+
+
+class ResultChecker:
+    """The ``check_results`` hook: a small agent is given each raw result (a nested run)."""
+
+    def __init__(self, otel: OtelHooks | None, run: int) -> None:
+        self.otel = otel
+        self.run = run
+
+    async def check(self, event: Event[AfterToolCallEvent]) -> None:
+        provider = Scripted([text_response("fine")])
+        checker = chat_runtime(provider, model=CHECKER_MODEL)
+        if self.otel is not None:
+            self.otel.install(checker)
+        text = "".join(b.text for b in event.data.result.content if isinstance(b, TextBlock))
+        spec = ChatSpec.text(f"Check: {text}", metadata={"conversation_id": f"conv-{self.run}"})
+        await checker.run(agent=ChatAgent, spec=spec)
+
+
+def _trust(rng: random.Random) -> TrustPlan:
+    return TrustPlan(
+        prefix=rng.random() < 0.25,
+        invent=rng.random() < 0.25,
+        attach_bytes=rng.random() < 0.25,
+        check_results=rng.random() < 0.2,
+    )
+
+
 # ------------------------------------------------------------------------------------ plans
 GLOBAL_BEFORE = "global hooks before install"
 GLOBAL_AFTER = "global hooks after install"
@@ -226,6 +352,8 @@ class Plan:
     research: dict[str, list[Any]]
     hooks: HookPlan
     registration: str
+    hooks_class: type[HooksImpl] | None = None
+    trust: TrustPlan = TrustPlan()
 
     @property
     def card_given_unscrubbed(self) -> bool:
@@ -299,12 +427,17 @@ def _plan(rng: random.Random, run: int) -> Plan:
         stop = StopReason.TOOL_USE
         if rng.random() < 0.15:  # the token limit cut the last call off
             stop = rng.choice(CUT_OFF)
-        steps.append(LLMResponse(messages=[AssistantMessage(blocks=blocks)], stop_reason=stop, usage=usage()))
+        tokens = usage(BIG, BIG, cache_read_input_tokens=BIG) if rng.random() < 0.1 else usage()
+        steps.append(LLMResponse(messages=[AssistantMessage(blocks=blocks)], stop_reason=stop, usage=tokens))
         if rng.random() < 0.06:
             steps.append(rng.choice([RuntimeError("provider down"), UnprintableError()]))
             break
     steps.append(text_response(f"done {run}", tokens=(rng.randint(0, 50), rng.randint(0, 50))))
-    return Plan(run, steps, research, HookPlan(frozenset(raise_for), frozenset(prefill)), rng.choice(REGISTRATIONS))
+    hook_plan = HookPlan(frozenset(raise_for), frozenset(prefill))
+    plan = Plan(run, steps, research, hook_plan, rng.choice(REGISTRATIONS), rng.choice(HOOKS_CLASSES))
+    plan.trust = _trust(random.Random(rng.random()))  # a stream of its own: the choices above stay
+    plan.trust.edit(plan.steps, run)
+    return plan
 
 
 # ------------------------------------------------------------------------------------ running a plan
@@ -338,13 +471,20 @@ async def run_plan(plan: Plan, otel: OtelHooks | None) -> tuple[str, str]:
             ResearcherSetup: ResearcherSetup(provider=researcher, tools=(lookup_customer,)),
             RunHandle: handle,
             HookPlan: plan.hooks,
+            **({HookSubscription: plan.hooks_class()} if plan.hooks_class is not None else {}),
         },
     )
     handle.runtime = runtime
+    if plan.trust.prefix:
+        runtime.hooks.on(BeforeToolCallEvent, plan.trust.strip_prefix)
+    if plan.trust.attach_bytes:
+        runtime.hooks.on(BeforeToolCallEvent, plan.trust.attach_credential)
+    if plan.trust.check_results:
+        runtime.hooks.on(AfterToolCallEvent, ResultChecker(otel, plan.run).check)
     if plan.registration in (GLOBAL_BEFORE, BOTH):
         _register_global(runtime, plan.hooks)
     if HAS_CALLS_EVENT:
-        runtime.hooks.on(BeforeToolCallsEvent, plan.hooks.answer)
+        runtime.hooks.on(CALLS_EVENT, plan.hooks.answer)
     if otel is not None:
         otel.install(runtime)
     if plan.registration == GLOBAL_AFTER:
@@ -381,6 +521,11 @@ def assert_well_formed(spans: tuple[ReadableSpan, ...], runs: int) -> None:
             assert parent.start_time is not None and parent.end_time is not None
             assert span.start_time is not None and span.end_time is not None
             assert parent.start_time <= span.start_time <= span.end_time <= parent.end_time, (span.name, parent.name)
+    for span in spans:
+        for key, value in (span.attributes or {}).items():
+            for item in value if isinstance(value, tuple) else (value,):
+                if type(item) is int:
+                    assert -(2**63) <= item < 2**63, (span.name, key, item)
 
 
 def _conversation(span: ReadableSpan) -> Any:
@@ -397,7 +542,7 @@ async def test_random_runs_end_every_span_in_a_well_formed_tree(
 
     emit_patch.uninstall()  # the untraced runs: flowra's own emit, no tracing anywhere
     bare = await asyncio.gather(*(run_plan(plan, None) for plan in plans))
-    otel = make_otel_hooks(capture_content=capture)
+    otel = make_otel_hooks(capture_content=capture, redact_secrets=["api_key"])
     traced = await asyncio.gather(*(run_plan(plan, otel) for plan in plans))
 
     assert_all_ended(ledger, span_exporter)
@@ -418,6 +563,28 @@ async def test_random_runs_end_every_span_in_a_well_formed_tree(
             secrets = (SSN,) if plan.card_given_unscrubbed else SECRETS
             leaks = find_leaks(run_spans, secrets)
             assert leaks == [], [str(leak) for leak in leaks]
+    assert_trusted(spans)
+
+
+def assert_trusted(spans: tuple[ReadableSpan, ...]) -> None:
+    """The third round's properties: no credential a hook attached as bytes (capture on or off),
+    no content on a run a hook started, no invented or prefixed name as a tool's name."""
+    leaks = find_leaks(spans, [AWS_KEY, base64.b64encode(f"aws_access_key_id={AWS_KEY}".encode()).decode()])
+    assert leaks == [], [str(leak) for leak in leaks]
+    content = {
+        semconv.GEN_AI_INPUT_MESSAGES,
+        semconv.GEN_AI_OUTPUT_MESSAGES,
+        semconv.GEN_AI_SYSTEM_INSTRUCTIONS,
+        semconv.GEN_AI_TOOL_DEFINITIONS,
+    }
+    for span in spans:
+        attributes = span.attributes or {}
+        # The checker's run (a root agent named as the app's, nested under it) and its model call.
+        if span.name == "chat gpt-4o-mini" or (span.name == "invoke_agent assistant" and span.parent is not None):
+            assert not content & set(attributes), span.name
+        name = str(attributes.get(semconv.GEN_AI_TOOL_NAME, ""))
+        assert INVENTED not in span.name and INVENTED not in name, span.name
+        assert "functions." not in span.name and "functions." not in name, span.name
 
 
 def test_the_plans_cover_every_feature() -> None:
@@ -430,9 +597,11 @@ def test_the_plans_cover_every_feature() -> None:
         for i in range(rng.randint(1, 3)):
             plan = _plan(random.Random(seed * 1000 + i), i)
             seen.add(plan.registration)
+            seen.add(f"hooks {plan.hooks_class.__name__ if plan.hooks_class else 'HooksImpl'}")
             seen.update(f"raise:{bool(plan.hooks.raise_for)}" for _ in (0,))
             if plan.hooks.prefill:
                 seen.add("prefilled")
+            seen.update(f"trust {k}" for k, v in dataclasses.asdict(plan.trust).items() if v)
             for step in plan.steps:
                 if isinstance(step, BaseException):
                     seen.add(f"provider error {type(step).__name__}")
@@ -443,6 +612,8 @@ def test_the_plans_cover_every_feature() -> None:
                     seen.add("cut off")
                 if len(uses) > 1:
                     seen.add("parallel")
+                if step.usage is not None and step.usage.input_tokens == BIG:
+                    seen.add("tokens beyond int64")
                 ids = [u.id for u in uses]
                 if len(set(ids)) < len(ids):
                     seen.add("calls sharing an id")
@@ -462,6 +633,11 @@ def test_the_plans_cover_every_feature() -> None:
         "provider error UnprintableError",
         "researcher error",
         "researcher tool call",
+        "tokens beyond int64",
+        "hooks HooksImpl",
+        "hooks PlainHooks",
+        "hooks WrappingHooks",
+        *(f"trust {field.name}" for field in dataclasses.fields(TrustPlan)),
         *(f"tool {n}" for n in ("get_weather", "lookup_customer", "slow", "explode", "research", "interrupter")),
     }
     assert expected <= seen, expected - seen
@@ -469,3 +645,124 @@ def test_the_plans_cover_every_feature() -> None:
 
 # Unused names kept for readers: the parameter types the tools above take.
 _ = (CustomerParams, SleepParams, ResearchSpec, ToolResultBlock, UserMessage)
+
+
+# ------------------------------------------------------------------------------------ stopped and resumed
+class Hang:
+    """A scripted LLM call that never answers: the run is stopped there (its task cancelled),
+    after flowra saved the cycle before it."""
+
+    def __init__(self) -> None:
+        self.reached = asyncio.Event()
+
+
+class Durable(LLMProvider):
+    """Answers in order, by the first user text (the chat's, each researcher's question); a
+    ``Hang`` step blocks until the run is cancelled. Shared by the stopped and the resumed run."""
+
+    def __init__(self, scripts: dict[str, list[Any]]) -> None:
+        self.scripts = scripts
+
+    async def call(self, request: LLMRequest) -> LLMResponse:
+        first = request.messages[0] if request.messages[0].role == "user" else request.messages[1]
+        key = next(b.text for b in first.blocks if isinstance(b, TextBlock))
+        step = self.scripts[key].pop(0)
+        if isinstance(step, Hang):
+            step.reached.set()
+            await asyncio.sleep(3600)
+            raise AssertionError("never answered")
+        return step  # type: ignore[no-any-return]
+
+    def exhausted(self) -> bool:
+        return not any(self.scripts.values())
+
+
+def _durable_scripts(rng: random.Random) -> tuple[dict[str, list[Any]], Hang]:
+    """The chat's script and each researcher's (by question), and a hang before a random LLM call
+    of any (the real answer follows, for the resumed call). At most one researcher per batch: a
+    sibling's LLM call in the cycle that never completed would run again on resume (flowra's own
+    at-least-once), which a fixed script cannot know."""
+    main: list[Any] = []
+    scripts: dict[str, list[Any]] = {"Do the work": main}
+    for it in range(rng.randint(1, 2)):
+        calls: list[Any] = []
+        for k in range(rng.randint(1, 2)):
+            if rng.random() < 0.6 and not any(c.name == "research" for c in calls):
+                question = f"question {it}{k}"
+                steps: list[Any] = [text_response(f"answer {it}{k}")]
+                if rng.random() < 0.5:
+                    use = ToolUseBlock(id=f"w{it}{k}", name="get_weather", input={"city": "Oslo"})
+                    steps.insert(
+                        0,
+                        LLMResponse(
+                            messages=[AssistantMessage(blocks=[use])], stop_reason=StopReason.TOOL_USE, usage=usage()
+                        ),
+                    )
+                scripts[question] = steps
+                calls.append(ToolUseBlock(id=f"r{it}{k}", name="research", input={"question": question}))
+            else:
+                calls.append(ToolUseBlock(id=f"g{it}{k}", name="get_weather", input={"city": "Lima"}))
+        main.append(
+            LLMResponse(messages=[AssistantMessage(blocks=calls)], stop_reason=StopReason.TOOL_USE, usage=usage())
+        )
+    main.append(text_response("done"))
+    hang = Hang()
+    where = rng.choice(list(scripts))
+    scripts[where].insert(rng.randrange(len(scripts[where])), hang)
+    return scripts, hang
+
+
+@pytest.mark.parametrize("seed", range(12))
+async def test_a_run_stopped_at_a_random_llm_call_resumes_as_one_linked_trace(
+    seed: int, make_otel_hooks: Callable[..., OtelHooks], span_exporter: InMemorySpanExporter, ledger: SpanLedger
+) -> None:
+    rng = random.Random(seed)
+    otel = make_otel_hooks(capture_content=rng.random() < 0.5)
+    scripts, hang = _durable_scripts(rng)
+    provider = Durable(scripts)
+    storage = InMemorySessionStorage()
+
+    def runtime() -> AgentRuntime:
+        hooks_class = rng.choice(HOOKS_CLASSES)
+        built = chat_runtime(
+            provider,
+            get_weather,
+            research_tool,
+            agents={"researcher": ResearcherAgent},
+            services={
+                ResearcherSetup: ResearcherSetup(provider=provider, tools=(get_weather,)),
+                **({HookSubscription: hooks_class()} if hooks_class is not None else {}),
+            },
+            storage=storage,
+        )
+        otel.install(built)
+        return built
+
+    first = runtime()
+    spec = ChatSpec.text("Do the work", metadata={"conversation_id": f"conv-{seed}"})
+    task = asyncio.ensure_future(first.run(agent=ChatAgent, spec=spec))
+    await asyncio.wait_for(hang.reached.wait(), 5)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert await first.has_pending_execution()
+    stopped = {s.context.span_id: s for s in span_exporter.get_finished_spans() if s.context is not None}
+    (stopped_root,) = [s for s in stopped.values() if s.parent is None]
+
+    result = await runtime().resume()
+    assert "done" in repr(result)
+    assert provider.exhausted()
+
+    assert_all_ended(ledger, span_exporter)
+    finished = span_exporter.get_finished_spans()
+    resumed = [s for s in finished if s.context is not None and s.context.span_id not in stopped]
+    assert len({s.context.trace_id for s in resumed if s.context is not None}) == 1, "one trace"
+    (root,) = [s for s in resumed if s.parent is None]
+    assert root.name == "invoke_agent assistant"
+    assert root.context is not None and stopped_root.context is not None
+    assert root.context.trace_id != stopped_root.context.trace_id
+    assert [(link.context.trace_id, link.context.span_id) for link in root.links] == [
+        (stopped_root.context.trace_id, stopped_root.context.span_id)
+    ]
+    ids = {s.context.span_id for s in resumed if s.context is not None}
+    assert all(s.parent is None or s.parent.span_id in ids for s in resumed), "every parent in the trace"
+    assert {_conversation(s) for s in resumed} == {f"conv-{seed}"}

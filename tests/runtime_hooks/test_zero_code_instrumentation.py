@@ -51,6 +51,7 @@ from tests.runtime_hooks.support import (
     text_response,
     tool_calls_response,
 )
+from tests.zero_code import Upstream, app_environment
 
 CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 CONTENT_KEYS = frozenset(
@@ -327,7 +328,7 @@ async def test_the_apps_own_capture_and_scrubber_win_over_zero_code_defaults(
 def test_invalid_options_fail_at_instrument_time(instrumentor: FlowraInstrumentor, originals: tuple[Any, Any]) -> None:
     init, emit = originals
     with pytest.raises(TypeError, match="capture_content"):
-        instrumentor.instrument(capture_content="yes")
+        instrumentor.instrument(capture_content=3)  # a content mode's name or a bool
     assert not is_instrumented(instrumentor)
     assert AgentRuntime.__dict__["__init__"] is init
     assert HooksImpl.__dict__["emit"] is emit
@@ -407,15 +408,18 @@ asyncio.run(main())
 '''
 
 
-def _launch(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    app = tmp_path / "app.py"
+def _launch(tmp_path: Path, env: dict[str, str], *, upstream: Upstream = "absent") -> subprocess.CompletedProcess[str]:
+    """The app under ``opentelemetry-instrument`` in an app environment (tests/zero_code.py): this
+    package, no other instrumentation, and opentelemetry-distro where ``upstream`` says."""
+    app_env = app_environment(tmp_path, upstream=upstream)
+    app = app_env.app_dir / "app.py"
     app.write_text(textwrap.dedent(APP), encoding="utf-8")
-    launcher = Path(sys.executable).parent / "opentelemetry-instrument"
-    assert launcher.exists(), launcher
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "PYTHONPATH", "VIRTUAL_ENV"))}
+    if app_env.pythonpath is not None:
+        clean["PYTHONPATH"] = app_env.pythonpath
     return subprocess.run(
-        [str(launcher), sys.executable, str(app)],
-        cwd=tmp_path,
+        [str(app_env.bin / "opentelemetry-instrument"), str(app_env.python), str(app)],
+        cwd=app_env.app_dir,
         env={**clean, **env},
         capture_output=True,
         text=True,
@@ -430,10 +434,15 @@ def test_the_app_knows_nothing_of_opentelemetry() -> None:
 
 
 def test_unmodified_app_under_opentelemetry_instrument(tmp_path: Path) -> None:
+    """Under opentelemetry-distro's distro and configurator, chosen by name (ours are installed
+    too, found after them): the instrumentor traces with whatever set the process up, and says
+    nothing, as the choice was explicit. (Our own distro: test_zero_code_follows_configure_telemetry.)"""
     with OtlpReceiver() as rx:
         proc = _launch(
             tmp_path,
             {
+                "OTEL_PYTHON_DISTRO": "distro",
+                "OTEL_PYTHON_CONFIGURATOR": "configurator",
                 "OTEL_TRACES_EXPORTER": "otlp",
                 "OTEL_METRICS_EXPORTER": "none",
                 "OTEL_LOGS_EXPORTER": "none",
@@ -442,6 +451,7 @@ def test_unmodified_app_under_opentelemetry_instrument(tmp_path: Path) -> None:
                 "OTEL_SERVICE_NAME": "zero-code-app",
                 "OTEL_BSP_SCHEDULE_DELAY": "100",
             },
+            upstream="first",
         )
         assert proc.returncode == 0, proc.stderr
         assert "answer: It is noon in Oslo." in proc.stdout
@@ -465,8 +475,8 @@ def test_unmodified_app_under_opentelemetry_instrument(tmp_path: Path) -> None:
 
 
 def test_opentelemetry_instrument_without_a_configurator_says_how_to_fix_it(tmp_path: Path) -> None:
-    """As without ``opentelemetry-distro``: instrumentors load, no provider is installed. Naming a
-    configurator that does not exist is the same situation, reproducible in the dev venv."""
+    """As with no configurator installed: instrumentors load, no provider is installed. Naming a
+    configurator that does not exist is the same situation."""
     proc = _launch(
         tmp_path,
         {

@@ -1,0 +1,174 @@
+"""Bytes that are not opaque media are content: scrubbed before they are recorded (flowra 0.0.86+).
+
+On this line a tool's own ``bytes`` reach the model as base64 text (flowra's ``format_result``),
+and that text is what is recorded (``test_hostile_input``). Bytes still reach the plugin as bytes
+in two places, and both are scrubbed like text (the old line's ``test_bytes_in_results_are_scrubbed``
+covers bytes inside a tool's result there):
+
+* a ``BeforeToolCallEvent`` hook that leaves ``bytes`` in the tool's arguments (a credentials file
+  it attached): recorded as the text when UTF-8, else as base64 whose text goes through the
+  scrubber, in ``gen_ai.tool.call.arguments`` and the response's ``tool_call`` part;
+* a ``MediaBlock`` whose media type is text (``text/plain``, JSON, XML...): a document, not an
+  image; its ``blob`` part still carries base64, but of the text scrubbed. Images stay as they are.
+
+The paired negatives put the old rule back (every bytes leaf and every blob base64, unscrubbed)
+and show the key leave in base64.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from flowra.agent import Event
+from flowra.lib.turn.hook_events import BeforeToolCallEvent
+from flowra.llm import MediaBlock, TextBlock
+from flowra.tools import ToolResult, tool
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from flowra_otel import OtelHooks
+from flowra_otel.core import bounded_json, semconv
+from flowra_otel.testing import assert_no_leak, find_leaks
+from tests.runtime_hooks.conftest import SpanLedger, assert_all_ended
+from tests.runtime_hooks.support import (
+    CityParams,
+    ScriptedProvider,
+    chat_runtime,
+    get_weather,
+    run_chat,
+    text_response,
+    tool_calls_response,
+)
+
+MakeHooks = Callable[..., OtelHooks]
+
+AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+CREDENTIALS = f"[default]\naws_access_key_id = {AWS_KEY}\n".encode()
+SCRUBBED = "[default]\naws_access_key_id = [REDACTED:api_key]\n"
+PNG = b"\x89PNG\r\n\x1a\n" + AWS_KEY.encode()  # an image's bytes are opaque, whatever they hold
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def attrs(span: ReadableSpan) -> dict[str, Any]:
+    return dict(span.attributes or {})
+
+
+def leak_places(exporter: InMemorySpanExporter, secret: str) -> set[tuple[str, str]]:
+    return {(leak.span_name, leak.where) for leak in find_leaks(exporter.get_finished_spans(), [secret])}
+
+
+def named(exporter: InMemorySpanExporter, name: str) -> list[ReadableSpan]:
+    return sorted((s for s in exporter.get_finished_spans() if s.name == name), key=lambda s: s.start_time or 0)
+
+
+# ------------------------------------------------------------------------------------ bytes in arguments
+def attach_credentials(event: Event[BeforeToolCallEvent]) -> None:
+    """A hook that attaches the credentials file to the call, as bytes."""
+    tool_use = event.data.tool_use
+    arguments = tool_use.input if isinstance(tool_use.input, dict) else {}
+    event.data.tool_use = dataclasses.replace(tool_use, input={**arguments, "auth": CREDENTIALS})
+
+
+async def run_with_attached_bytes(hooks: OtelHooks) -> None:
+    provider = ScriptedProvider(tool_calls_response(("c1", "get_weather", {"city": "Oslo"})), text_response("Done."))
+    runtime = chat_runtime(provider, get_weather)
+    hooks.install(runtime)
+    runtime.hooks.on(BeforeToolCallEvent, attach_credentials)
+    await run_chat(runtime, "Weather?")
+
+
+async def test_bytes_a_hook_leaves_in_the_arguments_are_scrubbed_as_text(
+    make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter, ledger: SpanLedger
+) -> None:
+    await run_with_attached_bytes(make_otel_hooks(capture_content=True, redact_secrets=True))
+    assert_all_ended(ledger, span_exporter)
+    (tool,) = named(span_exporter, "execute_tool get_weather")
+    arguments = {"city": "Oslo", "auth": SCRUBBED}
+    assert json.loads(attrs(tool)[semconv.GEN_AI_TOOL_CALL_ARGUMENTS]) == arguments
+    first, second = named(span_exporter, "chat sonnet-4-5")
+    (message,) = json.loads(attrs(first)[semconv.GEN_AI_OUTPUT_MESSAGES])
+    history = json.loads(attrs(second)[semconv.GEN_AI_INPUT_MESSAGES])
+    calls = [p["arguments"] for m in [message, *history] for p in m["parts"] if p["type"] == "tool_call"]
+    assert calls == [arguments, arguments]
+    assert_no_leak(span_exporter.get_finished_spans(), [AWS_KEY, b64(CREDENTIALS)])
+
+
+async def test_without_scrubbing_bytes_the_attached_key_leaves_in_base64(
+    make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Paired negative: ``Walk.data`` made ``Walk.binary`` (bytes base64, unscrubbed, as before)."""
+    monkeypatch.setattr(bounded_json.Walk, "data", bounded_json.Walk.binary)
+    await run_with_attached_bytes(make_otel_hooks(capture_content=True, redact_secrets=True))
+    places = {
+        (leak.span_name, leak.where) for leak in find_leaks(span_exporter.get_finished_spans(), [b64(CREDENTIALS)])
+    }
+    assert places == {
+        ("execute_tool get_weather", f"attribute {semconv.GEN_AI_TOOL_CALL_ARGUMENTS}"),
+        ("chat sonnet-4-5", f"attribute {semconv.GEN_AI_OUTPUT_MESSAGES}"),
+        ("chat sonnet-4-5", f"attribute {semconv.GEN_AI_INPUT_MESSAGES}"),  # the call, in the next history
+    }
+
+
+# ------------------------------------------------------------------------------------ text media
+@tool("fetch_file")
+async def fetch_file(params: CityParams) -> ToolResult:
+    """Fetches the branch's config file and its floor plan."""
+    return ToolResult(
+        content=[
+            MediaBlock(data=CREDENTIALS, media_type="text/plain; charset=utf-8"),
+            MediaBlock(data=PNG, media_type="image/png"),
+            TextBlock(text=f"files of {params.city}"),
+        ]
+    )
+
+
+async def run_with_media(hooks: OtelHooks) -> ScriptedProvider:
+    provider = ScriptedProvider(tool_calls_response(("c1", "fetch_file", {"city": "Oslo"})), text_response("Done."))
+    runtime = chat_runtime(provider, fetch_file)
+    hooks.install(runtime)
+    await run_chat(runtime, "Files?")
+    return provider
+
+
+def blobs(parts: list[dict[str, Any]]) -> dict[str, str]:
+    return {p["mime_type"]: p["content"] for p in parts if p["type"] == "blob"}
+
+
+async def test_text_media_is_scrubbed_inside_its_base64_and_images_are_not(
+    make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter, ledger: SpanLedger
+) -> None:
+    provider = await run_with_media(make_otel_hooks(capture_content=True, redact_secrets=True))
+    assert_all_ended(ledger, span_exporter)
+    given = [b for m in provider.requests[1].messages for r in m.blocks for b in getattr(r, "content", None) or ()]
+    assert [b.data for b in given if isinstance(b, MediaBlock)] == [CREDENTIALS, PNG]  # the model got both files
+    (tool,) = named(span_exporter, "execute_tool fetch_file")
+    result = json.loads(attrs(tool)[semconv.GEN_AI_TOOL_CALL_RESULT])
+    history = json.loads(attrs(named(span_exporter, "chat sonnet-4-5")[1])[semconv.GEN_AI_INPUT_MESSAGES])
+    (response,) = [p["response"] for m in history for p in m["parts"] if p["type"] == "tool_call_response"]
+    expected = {"text/plain; charset=utf-8": b64(SCRUBBED.encode()), "image/png": b64(PNG)}
+    assert blobs(result["content"]) == expected
+    assert blobs(response) == expected
+    assert_no_leak(span_exporter.get_finished_spans(), [b64(CREDENTIALS)])
+
+
+async def test_without_scrubbing_text_media_the_key_leaves_in_base64(
+    make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Paired negative: every media part base64 as it is (``Walk.media`` made ``Walk.binary``)."""
+    monkeypatch.setattr(bounded_json.Walk, "media", lambda walk, data, textual: walk.binary(data))
+    await run_with_media(make_otel_hooks(capture_content=True, redact_secrets=True))
+    places = {
+        (leak.span_name, leak.where) for leak in find_leaks(span_exporter.get_finished_spans(), [b64(CREDENTIALS)])
+    }
+    assert places == {
+        ("execute_tool fetch_file", f"attribute {semconv.GEN_AI_TOOL_CALL_RESULT}"),
+        ("chat sonnet-4-5", f"attribute {semconv.GEN_AI_INPUT_MESSAGES}"),
+    }

@@ -1,0 +1,159 @@
+"""The examples for flowra 0.0.86+ run as documented (``python examples/X.py``) and print what their
+docstrings (and, for the quickstart, the README) promise.
+
+Each runs in a fresh interpreter, the way a reader runs it, with no ``OTEL_*`` variable from the
+developer's shell. The same assertions as ``tests/hook_registry/test_examples_run.py`` (the
+examples for flowra 0.0.3 - 0.0.8), on today's agents: flowra's ``ChatAgent``, whose tool loop
+and agents used as tools are runtime children (hence ``invoke_agent research/turn``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flowra_otel.core import semconv
+from tests.otlp_receiver import OtlpReceiver
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+
+
+def run_example(name: str, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    clean.update(env)
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES / name)],
+        cwd=ROOT,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, f"{name} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def tree_of(lines: list[str]) -> list[str]:
+    """The tree's lines without durations and attributes (from the duration on)."""
+    return [re.split(r"  \d", line, maxsplit=1)[0] for line in lines]
+
+
+def readme_demo_tree() -> list[str]:
+    """The trace tree the README shows for ``./dev demo`` (the code block that starts with the
+    quickstart's root span)."""
+    blocks = (ROOT / "README.md").read_text(encoding="utf-8").split("```")
+    trees = [block.strip("\n").splitlines() for block in blocks[1::2] if block.strip("\n").startswith("invoke_agent")]
+    assert trees, "the README shows no trace tree starting with invoke_agent"
+    return trees[0]
+
+
+def test_quickstart_prints_the_tree_the_readme_shows() -> None:
+    out = run_example("quickstart.py").stdout
+    lines = out.splitlines()
+    assert lines[0].startswith("trace ")
+    assert tree_of(lines[1:11]) == [
+        "invoke_agent concierge",
+        "├─ chat sonnet-4-5",
+        "├─ execute_tool get_weather",
+        "├─ execute_tool research",
+        "│  └─ invoke_agent research",
+        "│     └─ invoke_agent research/turn",
+        "│        ├─ chat sonnet-4-5",
+        "│        ├─ execute_tool get_weather",
+        "│        └─ chat sonnet-4-5",
+        "└─ chat sonnet-4-5",
+    ], out
+    assert tree_of(readme_demo_tree()) == tree_of(lines[1:11])
+    assert out.rstrip().endswith("agent answered: Porto is mild and cloudy; Lisbon is sunny and 24°C. Go south!")
+
+
+def test_multi_agent_prints_the_nested_tree() -> None:
+    out = run_example("multi_agent.py").stdout
+    lines = out.splitlines()
+    assert lines[0].startswith("trace ")
+    assert tree_of(lines[1:10]) == [
+        "invoke_agent assistant",
+        "├─ chat gpt-4o",
+        "├─ execute_tool research",
+        "│  └─ invoke_agent research",
+        "│     └─ invoke_agent research/turn",
+        "│        ├─ chat gpt-4o-mini",
+        "│        ├─ execute_tool search_web",
+        "│        └─ chat gpt-4o-mini",
+        "└─ chat gpt-4o",
+    ], out
+    assert out.rstrip().endswith(
+        "answer: Python 3.13 adds a new interactive shell, an experimental free-threaded build and a JIT."
+    )
+
+
+def test_redaction_audit_is_clean_with_the_hook_and_finds_the_leak_without() -> None:
+    out = run_example("redaction_audit.py").stdout
+    clean, leaky = out.split("=== audit without it (a planted leak): exit status 1\n")
+    assert clean.startswith(
+        "=== audit with the redaction hook: exit status 0\n"
+        "flowra-otel audit: redacted.jsonl (OTLP JSON: 1 trace(s), 4 span(s))\n"
+    )
+    assert '      flowra.redaction.result.handlers = ["__main__.scrub_customer_record"]' in clean
+    assert "result: clean" in clean
+    assert leaky.startswith("flowra-otel audit: leaky.jsonl (OTLP JSON: 1 trace(s), 4 span(s))\n")
+    assert "    redaction ledger: none (no hook changed the arguments or the result)" in leaky
+    assert "LEAK api_key: span 'execute_tool lookup_customer'" in leaky
+    assert "LEAK email: span 'chat gpt-4o'" in leaky
+    assert "result: LEAK (4 finding(s))" in leaky
+
+
+def test_otlp_export_without_an_endpoint_falls_back_to_the_console() -> None:
+    out = run_example("otlp_export.py").stdout
+    assert out.startswith("OTEL_EXPORTER_OTLP_ENDPOINT is not set: printing the trace to the console instead\n")
+    assert "\ninvoke_agent assistant  " in out
+    assert out.rstrip().endswith("answer: It is sunny and 24 C in Lisbon.")
+
+
+@pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
+def test_otlp_export_ships_spans_and_metrics(protocol: str) -> None:
+    with OtlpReceiver() as rx:
+        endpoint = rx.http_endpoint if protocol == "http/protobuf" else rx.grpc_endpoint
+        out = run_example(
+            "otlp_export.py",
+            OTEL_EXPORTER_OTLP_ENDPOINT=endpoint,
+            OTEL_EXPORTER_OTLP_PROTOCOL=protocol,
+            OTEL_SERVICE_NAME="weather-bot",
+        ).stdout
+        spans = rx.wait_for_spans(4)
+        points = rx.wait_for_metric_points("gen_ai.client.token.usage", 2)
+    assert out.startswith(f"exporting traces and metrics to {endpoint} over {protocol}\n")
+    assert "export: flushed" in out
+    assert "invoke_agent" not in out  # no console tree when an endpoint is set
+    assert sorted(s.name for s in spans) == [
+        "chat claude-sonnet-4-5",
+        "chat claude-sonnet-4-5",
+        "execute_tool get_weather",
+        "invoke_agent assistant",
+    ]
+    assert {s.resource_attributes["service.name"] for s in spans} == {"weather-bot"}
+    assert {p.resource_attributes["service.name"] for p in points} == {"weather-bot"}
+    assert {p.attributes[semconv.GEN_AI_TOKEN_TYPE] for p in points} == {"input", "output"}
+
+
+def test_otlp_export_to_a_traces_only_endpoint_sends_no_metrics() -> None:
+    """The docstring's Jaeger recipe: the traces endpoint alone, so no metric exporter is built."""
+    with OtlpReceiver() as rx:
+        out = run_example(
+            "otlp_export.py",
+            OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=rx.http_traces_endpoint,
+            OTEL_SERVICE_NAME="weather-bot",
+        ).stdout
+        spans = rx.wait_for_spans(4)
+        attempts = {(a.protocol, a.signal) for a in rx.attempts}
+    assert out.startswith(f"exporting traces only to {rx.http_traces_endpoint} over http/protobuf\n")
+    assert "export: flushed" in out
+    assert len(spans) == 4
+    assert attempts == {("http", "traces")}
