@@ -6,12 +6,15 @@
 code below never changes between a laptop and production:
 
 ``OTEL_EXPORTER_OTLP_ENDPOINT``
-    Where to send both signals: a Collector, Jaeger (4317/4318), Grafana Alloy, a vendor's OTLP
-    intake... For HTTP give the base URL (``http://localhost:4318``): ``/v1/traces`` and
-    ``/v1/metrics`` are appended. Unset: the trace is printed to the console as a tree instead,
-    and metrics are not exported (this example says so and carries on).
+    Where to send both signals: an OpenTelemetry Collector, Grafana Alloy, a vendor's OTLP intake,
+    anything that takes traces *and* metrics. For HTTP give the base URL
+    (``http://localhost:4318``): ``/v1/traces`` and ``/v1/metrics`` are appended.
 ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT``
-    One signal only, used exactly as given (nothing appended).
+    One signal only, used exactly as given (nothing appended). The traces endpoint is the one to
+    give a trace backend (Jaeger, Tempo, Phoenix, Langfuse), which refuses metrics
+    (docs/backends.md); no metric exporter is built then.
+Neither set: the trace is printed to the console as a tree, and metrics are not exported (this
+example says so and carries on).
 ``OTEL_EXPORTER_OTLP_PROTOCOL`` (or ``..._TRACES_PROTOCOL`` / ``..._METRICS_PROTOCOL``)
     ``http/protobuf`` (the default, port 4318) or ``grpc`` (port 4317). Anything else is an error.
 ``OTEL_EXPORTER_OTLP_HEADERS``
@@ -26,13 +29,15 @@ code below never changes between a laptop and production:
     How often spans (ms, default 5000) and metrics (ms, default 60000) are sent; this example
     also flushes both before it exits.
 
-To look at the result locally, e.g.::
+To look at the traces locally in Jaeger (it stores traces only, so give it the traces endpoint)::
 
-    docker run --rm -p 16686:16686 -p 4317:4317 -p 4318:4318 jaegertracing/all-in-one
-    OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 OTEL_SERVICE_NAME=weather-bot \
+    docker run --rm -p 16686:16686 -p 4318:4318 jaegertracing/jaeger:2.19.0
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://localhost:4318/v1/traces OTEL_SERVICE_NAME=weather-bot \
         python examples/hook_registry/otlp_export.py
 
-then open http://localhost:16686. The LLM here is a scripted stand-in, so no API key is needed.
+then open http://localhost:16686. For the metrics too, run the Collector of docs/export.md
+(section 4) and give it the base endpoint. The LLM here is a scripted stand-in, so no API key
+is needed.
 """
 
 from __future__ import annotations
@@ -98,8 +103,11 @@ async def get_weather(params: City) -> str:
 
 async def main() -> None:
     endpoint = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
+    traces_endpoint = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
     if endpoint:
         print(f"exporting traces and metrics to {endpoint} over {resolve_otlp_protocol('traces')}")
+    elif traces_endpoint:
+        print(f"exporting traces only to {traces_endpoint} over {resolve_otlp_protocol('traces')}")
     else:
         print("OTEL_EXPORTER_OTLP_ENDPOINT is not set: printing the trace to the console instead")
     handles = configure_telemetry(service_name="flowra-otlp-example")
@@ -127,7 +135,7 @@ async def main() -> None:
     assert isinstance(result, ToolLoopResult) and result.result_message is not None
     answer = next(b.text for b in result.result_message.blocks if isinstance(b, TextBlock))
     print(f"answer: {answer}")
-    if endpoint:
+    if endpoint or traces_endpoint:
         # force_flush() says whether the exporters finished in time; a refused or failed delivery
         # is logged by the exporters themselves (retried first, for transient errors).
         print("export: flushed" if flushed else "export: timed out (is the endpoint reachable?)")

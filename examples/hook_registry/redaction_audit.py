@@ -8,11 +8,12 @@ on spans, so a flowra hook on ``AfterToolCallEvent`` scrubs the result first. Th
 every value *after* all hooks have run, and writes a redaction ledger on the ``execute_tool``
 span: which hook changed the result and how long it was before and after, never the original.
 
-The example runs the agent twice, with the hook and "forgetting" it, writes each run's spans to
-an OTLP JSON file (one ``ExportTraceServiceRequest`` per line, as the OpenTelemetry Collector's
-``file`` exporter writes them) and audits it with ``flowra-otel audit``::
+The example runs the agent twice, with the hook and "forgetting" it. Each run's spans go to a
+traces file (``configure_telemetry(traces_file=...)``, or ``FLOWRA_OTEL_TRACES_FILE`` in the
+environment: OTLP JSON lines, as the OpenTelemetry Collector's ``file`` exporter writes them),
+which is then audited, as ``flowra-otel audit`` does from the command line::
 
-    python -m flowra_otel audit traces.jsonl [--secret TEXT ...] [--json]
+    flowra-otel audit spans.jsonl [--secret TEXT ...] [--json]
 
 The first audit lists the tool call with its ledger and finds nothing (exit 0); the second
 finds the key and the e-mail address on the tool span and on the next LLM call's input (exit 1).
@@ -21,13 +22,10 @@ finds the key and the e-mail address on the tool span and on the next LLM call's
 from __future__ import annotations
 
 import asyncio
-import base64
 import dataclasses
-import json
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from flowra.agent import Event, HookRegistry
 from flowra.lib import LLMConfig
@@ -35,15 +33,10 @@ from flowra.lib.tool_loop import AfterToolCallEvent, ToolLoopAgent, ToolLoopConf
 from flowra.llm import AssistantMessage, LLMProvider, LLMRequest, LLMResponse, StopReason, TextBlock, ToolUseBlock
 from flowra.runtime import AgentRuntime
 from flowra.tools import ToolRegistry, get_local_tool, tool
-from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from flowra_otel import OtelHooks
 from flowra_otel.core.audit import audit_file, render_text
+from flowra_otel.export import configure_telemetry
 
 API_KEY = "sk-proj-" + "Zx81Qa" * 5
 EMAIL = "alice@example.com"
@@ -94,31 +87,18 @@ def scrub_customer_record(event: Event[AfterToolCallEvent]) -> None:
         event.data.result = dataclasses.replace(result, content=content)
 
 
-# --------------------------------------------------------------------------------- OTLP JSON file
-def _hex_ids(obj: dict[str, Any]) -> None:
-    for key in ("traceId", "spanId", "parentSpanId"):
-        if obj.get(key):
-            obj[key] = base64.b64decode(obj[key]).hex()
-
-
-def write_otlp_json(spans: Sequence[ReadableSpan], path: Path) -> None:
-    """The spans as the Collector's file exporter writes them: OTLP JSON, hex ids, one request a line."""
-    request: dict[str, Any] = MessageToDict(encode_spans(spans), use_integers_for_enums=True)
-    for resource_spans in request.get("resourceSpans", []):
-        for scope_spans in resource_spans.get("scopeSpans", []):
-            for span in scope_spans.get("spans", []):
-                _hex_ids(span)
-    path.write_text(json.dumps(request, separators=(",", ":")) + "\n", encoding="utf-8")
-
-
 # --------------------------------------------------------------------------------- one run
-async def run_agent(*, redact: bool) -> list[ReadableSpan]:
-    exporter = InMemorySpanExporter()
-    tracer_provider = TracerProvider(resource=Resource.create({"service.name": "redaction-audit-example"}))
-    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
-
+async def run_agent(traces_file: Path, *, redact: bool) -> None:
+    """One run of the agent, its spans appended to ``traces_file``."""
+    telemetry = configure_telemetry(
+        service_name="redaction-audit-example", traces_file=traces_file, set_global=False, register_atexit=False
+    )
     hooks = HookRegistry()
-    hooks.add(OtelHooks(tracer_provider=tracer_provider, capture_content=True))
+    hooks.add(
+        OtelHooks(
+            tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider, capture_content=True
+        )
+    )
     if redact:
         hooks.on(AfterToolCallEvent, scrub_customer_record)
 
@@ -133,8 +113,7 @@ async def run_agent(*, redact: bool) -> list[ReadableSpan]:
             },
         )
         await runtime.run(agent="assistant", spec=ToolLoopSpec(user_message="Which plan is Alice on?"))
-    tracer_provider.shutdown()
-    return list(exporter.get_finished_spans())
+    telemetry.shutdown()  # writes what the batch processor still holds, and closes the file
 
 
 async def main() -> None:
@@ -142,10 +121,10 @@ async def main() -> None:
         for redact in (True, False):
             title = "with the redaction hook" if redact else "without it (a planted leak)"
             path = Path(tmp) / ("redacted.jsonl" if redact else "leaky.jsonl")
-            write_otlp_json(await run_agent(redact=redact), path)
+            await run_agent(path, redact=redact)
             report = audit_file(path)  # the built-in secret patterns; add secrets=[...] for exact strings
             print(f"=== audit {title}: exit status {report.exit_code}")
-            print(render_text(report))
+            print(render_text(report).replace(str(path), path.name))
 
 
 if __name__ == "__main__":
