@@ -1,4 +1,4 @@
-"""Content-capture cost benchmark: ``./dev python benchmarks/content.py [--quick]``.
+"""Content-capture cost benchmark: ``./dev bench-content [--quick]`` (flowra 0.0.8).
 
 Two workloads through a real flowra ``AgentRuntime`` (zero-latency scripted provider, real SDK
 with a dropping exporter), printed as ratios side by side:
@@ -40,8 +40,8 @@ from flowra.llm import (
 )
 from flowra.runtime import AgentRuntime
 from flowra.tools import ToolRegistry, get_local_tool, tool
+from workload import RecordingSdk
 
-from benchmarks.workload import RecordingSdk
 from flowra_otel import OtelHooks
 
 MODEL = "anthropic/sonnet-4-5"

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import workload
@@ -37,12 +37,9 @@ from flowra.agent import Event, HookProvider, HookRegistry
 from flowra.lib.tool_loop import hook_events
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
-from opentelemetry.metrics import CallbackT, Counter, Histogram, Meter, UpDownCounter, _Gauge
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode
-from opentelemetry.util.types import Attributes
+from sdk_tap import InstrumentSpec, RecordSpec, TapMeterProvider, Timeline, create_instrument
 
 # Streaming deltas are left out: a handler for them switches flowra's tool loop to streaming.
 EVENT_TYPES: tuple[type[Any], ...] = tuple(
@@ -64,22 +61,6 @@ class SpanSpec:
     status: tuple[StatusCode, str | None] | None
     events: tuple[tuple[str, dict[str, Any]], ...]
     has_children: bool
-
-
-@dataclasses.dataclass(frozen=True)
-class InstrumentSpec:
-    kind: str  # create_<kind> on a Meter: histogram, counter, up_down_counter, gauge
-    name: str
-    unit: str
-    description: str
-    advisory: tuple[float, ...] | None  # explicit_bucket_boundaries_advisory of a histogram
-
-
-@dataclasses.dataclass(frozen=True)
-class RecordSpec:
-    instrument: int
-    value: float
-    attributes: dict[str, Any]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,15 +113,8 @@ class Plan:
 # ------------------------------------------------------------------------------------------ capture
 
 
-class _Timeline:
-    """One ordered log of events, span starts and ends, and metric records."""
-
-    def __init__(self) -> None:
-        self.entries: list[tuple[str, Any]] = []
-
-
 class _SpanTap(SpanProcessor):
-    def __init__(self, timeline: _Timeline) -> None:
+    def __init__(self, timeline: Timeline) -> None:
         self.timeline = timeline
         self.start_attributes: dict[int, dict[str, Any]] = {}
         self.ended: dict[int, ReadableSpan] = {}
@@ -156,113 +130,11 @@ class _SpanTap(SpanProcessor):
         self.timeline.entries.append(("end", span_id))
 
 
-class _Tapped:
-    """Wraps one SDK instrument: notes each record/add, then makes it for real."""
-
-    def __init__(self, timeline: _Timeline, index: int, inner: Any) -> None:
-        self._timeline = timeline
-        self._index = index
-        self._inner = inner
-
-    def _note(self, value: float, attributes: Attributes) -> None:
-        self._timeline.entries.append(("record", (self._index, value, dict(attributes or {}))))
-
-
-class _TappedHistogram(_Tapped, Histogram):
-    def record(self, amount: float, attributes: Attributes = None, context: Context | None = None) -> None:
-        self._note(amount, attributes)
-        self._inner.record(amount, attributes, context)
-
-
-class _TappedCounter(_Tapped, Counter):
-    def add(self, amount: float, attributes: Attributes = None, context: Context | None = None) -> None:
-        self._note(amount, attributes)
-        self._inner.add(amount, attributes, context)
-
-
-class _TappedUpDownCounter(_Tapped, UpDownCounter):
-    def add(self, amount: float, attributes: Attributes = None, context: Context | None = None) -> None:
-        self._note(amount, attributes)
-        self._inner.add(amount, attributes, context)
-
-
-class _TappedGauge(_Tapped, _Gauge):
-    def set(self, amount: float, attributes: Attributes = None, context: Context | None = None) -> None:
-        self._note(amount, attributes)
-        self._inner.set(amount, attributes, context)
-
-
-class _TapMeter(Meter):
-    """A meter that hands out tapped SDK instruments; observable instruments pass through."""
-
-    def __init__(self, inner: Meter, timeline: _Timeline, specs: list[InstrumentSpec]) -> None:
-        super().__init__(inner.name, inner.version, inner.schema_url)
-        self._inner = inner
-        self._timeline = timeline
-        self._specs = specs
-
-    def _tap(self, kind: str, cls: type[_Tapped], name: str, unit: str, description: str, **kw: Any) -> Any:
-        advisory = kw.get("explicit_bucket_boundaries_advisory")
-        self._specs.append(
-            InstrumentSpec(kind, name, unit, description, tuple(advisory) if advisory is not None else None)
-        )
-        inner = getattr(self._inner, f"create_{kind}")(name, unit=unit, description=description, **kw)
-        return cls(self._timeline, len(self._specs) - 1, inner)
-
-    def create_histogram(self, name: str, unit: str = "", description: str = "", **kw: Any) -> Histogram:
-        tapped: Histogram = self._tap("histogram", _TappedHistogram, name, unit, description, **kw)
-        return tapped
-
-    def create_counter(self, name: str, unit: str = "", description: str = "") -> Counter:
-        tapped: Counter = self._tap("counter", _TappedCounter, name, unit, description)
-        return tapped
-
-    def create_up_down_counter(self, name: str, unit: str = "", description: str = "") -> UpDownCounter:
-        tapped: UpDownCounter = self._tap("up_down_counter", _TappedUpDownCounter, name, unit, description)
-        return tapped
-
-    def create_gauge(self, name: str, unit: str = "", description: str = "") -> _Gauge:
-        tapped: _Gauge = self._tap("gauge", _TappedGauge, name, unit, description)
-        return tapped
-
-    def create_observable_counter(
-        self, name: str, callbacks: Sequence[CallbackT] | None = None, unit: str = "", description: str = ""
-    ) -> Any:
-        return self._inner.create_observable_counter(name, callbacks, unit, description)
-
-    def create_observable_gauge(
-        self, name: str, callbacks: Sequence[CallbackT] | None = None, unit: str = "", description: str = ""
-    ) -> Any:
-        return self._inner.create_observable_gauge(name, callbacks, unit, description)
-
-    def create_observable_up_down_counter(
-        self, name: str, callbacks: Sequence[CallbackT] | None = None, unit: str = "", description: str = ""
-    ) -> Any:
-        return self._inner.create_observable_up_down_counter(name, callbacks, unit, description)
-
-
-class TapMeterProvider(metrics.MeterProvider):
-    """A real SDK ``MeterProvider`` (with an ``InMemoryMetricReader``) whose instruments are tapped."""
-
-    def __init__(self, timeline: _Timeline) -> None:
-        self.reader = InMemoryMetricReader()
-        self.inner = MeterProvider(metric_readers=[self.reader])
-        self.timeline = timeline
-        self.specs: list[InstrumentSpec] = []
-        self.scopes: list[tuple[str, str | None, str | None]] = []
-
-    def get_meter(
-        self, name: str, version: str | None = None, schema_url: str | None = None, *args: Any, **kwargs: Any
-    ) -> Meter:
-        self.scopes.append((name, version, schema_url))
-        return _TapMeter(self.inner.get_meter(name, version, schema_url, *args, **kwargs), self.timeline, self.specs)
-
-
 class Recorder:
     """Captures the telemetry of runs of a runtime whose registry has ``hooks`` (see :func:`capture`)."""
 
     def __init__(self) -> None:
-        self.timeline = _Timeline()
+        self.timeline = Timeline()
         self.spans = _SpanTap(self.timeline)
         self.tracer_provider = TracerProvider()
         self.tracer_provider.add_span_processor(self.spans)
@@ -326,7 +198,7 @@ class Recorder:
             elif kind == "end":
                 action = (END, index[value])
             else:
-                instrument, amount, attributes = value
+                instrument, amount, attributes, _current = value  # exemplars: not modelled on this line
                 records.append(RecordSpec(instrument, amount, attributes))
                 action = (RECORD, len(records) - 1)
             (events[-1][1] if events else pending).append(action)
@@ -402,7 +274,7 @@ class Floor(HookProvider):
         self.records: list[tuple[Callable[..., None], float, dict[str, Any]]] = []
         if meter_provider is not None:
             meter = meter_provider.get_meter(plan.meter_scope[0], plan.meter_scope[1], schema_url=plan.meter_scope[2])
-            made = [_create(meter, spec) for spec in plan.instruments]
+            made = [create_instrument(meter, spec) for spec in plan.instruments]
             self.records = [(made[r.instrument], r.value, r.attributes) for r in plan.records]
         # Per event of a busy type, in run order: its actions, records left out without a meter.
         self.steps: list[tuple[Action, ...]] = [
@@ -453,21 +325,6 @@ class Floor(HookProvider):
             else:
                 record, value, attributes = self.records[index]
                 record(value, attributes)
-
-
-def _create(meter: Meter, spec: InstrumentSpec) -> Callable[..., None]:
-    if spec.kind == "histogram":
-        kw: dict[str, Any] = {}
-        if spec.advisory is not None:
-            kw["explicit_bucket_boundaries_advisory"] = list(spec.advisory)
-        return meter.create_histogram(spec.name, unit=spec.unit, description=spec.description, **kw).record
-    if spec.kind == "counter":
-        return meter.create_counter(spec.name, unit=spec.unit, description=spec.description).add
-    if spec.kind == "up_down_counter":
-        return meter.create_up_down_counter(spec.name, unit=spec.unit, description=spec.description).add
-    if spec.kind == "gauge":
-        return meter.create_gauge(spec.name, unit=spec.unit, description=spec.description).set
-    raise ValueError(f"unknown instrument kind {spec.kind!r}")
 
 
 async def verify(plan: Plan) -> None:

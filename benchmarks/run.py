@@ -9,7 +9,8 @@ metric records when traced), with CPU time and many interleaved repeats:
 * ``plugin``      ``OtelHooks`` with the same SDK set-up; ``spans_only`` the same without metrics;
 * ``untraced``    the plugin installed in the process, this run's registry without it;
 * ``off``         ``OtelHooks`` with no-op providers;
-* flowra 0.0.93's own tracer on the same workload (its own venv, ``flowra093_worker.py``);
+* flowra 0.0.93's own tracer on the same workload (``flowra093_worker.py``, in the main ``.venv``,
+  which has flowra 0.0.93; the full 0.0.93 comparison is ``run_093.py``, ``./dev bench-093``);
 * memory growth per run (tracemalloc), the plugin's against bare flowra's own.
 
 The last line sums it up: ``overhead_vs_floor`` = (plugin - bare) / (floor - bare).
@@ -152,9 +153,15 @@ class WorkerError(RuntimeError):
     pass
 
 
+SNAPSHOT: list[Path] = []
+"""``--instructions``: the folder holding the copy of ``flowra_otel`` every worker imports."""
+
+
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
+    if SNAPSHOT:
+        env["PYTHONPATH"] = str(SNAPSHOT[0])  # before site-packages and the editable install's path
     env["PYTHONHASHSEED"] = "0"  # same dict/set layouts in every worker process
     return env
 
@@ -427,7 +434,14 @@ def find_python() -> str | None:
 
 
 def ensure_venv_093(sdk_version: str) -> Path:
-    """``benchmarks/.venv-flowra-0.0.93`` with flowra 0.0.93 and the main environment's SDK version."""
+    """The main environment, ``.venv``, when it has flowra 0.0.93 and this SDK version (it is the
+    locked one now); else ``benchmarks/.venv-flowra-0.0.93``, built with them."""
+    main = ROOT / ".venv" / "bin" / "python"
+    versions = "import importlib.metadata as m; print(m.version('flowra'), m.version('opentelemetry-sdk'))"
+    if main.exists():
+        probe = subprocess.run([str(main), "-c", versions], capture_output=True, text=True, check=False)
+        if probe.stdout.split() == [FLOWRA_093, sdk_version]:
+            return main
     python = VENV_093 / "bin" / "python"
     want = f"flowra=={FLOWRA_093} opentelemetry-sdk=={sdk_version}"
     stamp = VENV_093 / ".stamp"
@@ -664,7 +678,7 @@ def _collected(proc: subprocess.Popen[str]) -> int:
 
 def instructions_093(sdk_version: str) -> tuple[float, float] | None:
     """flowra 0.0.93's bare run and its own tracer (its defaults), in instructions per run, counted
-    the same way in its own venv; None when that venv cannot be built."""
+    the same way in an environment with flowra 0.0.93; None when there is none."""
     try:
         python = ensure_venv_093(sdk_version)
     except Exception as exc:  # no registry access, say: the rest of the report stands
@@ -692,6 +706,9 @@ def run_instructions(folder: Path, sdk_version: str, skip_093: bool) -> None:
         out("instructions: valgrind is not installed here (its callgrind tool counts instructions)")
         return
     out("instructions per run (callgrind; same code, same count on any load), side by side:")
+    # One copy of the package for every worker: edits to the tree during the count do not mix in.
+    shutil.copytree(ROOT / "flowra_otel", folder / "code" / "flowra_otel", ignore=shutil.ignore_patterns("__pycache__"))
+    SNAPSHOT.append(folder / "code")
     plan_path = capture(folder, 20)
     per_run: dict[str, float] = {}
     low, high = INSTR_RUNS

@@ -7,7 +7,7 @@ GET /api/v3/traces/{trace id} and prints the JSON. With --collector, the trace g
 otelcol-flowra started on a loopback copy of a collector config (default: the shipped
 collector-config.yaml): OTLP/HTTP -> collector -> OTLP/gRPC -> Jaeger. With --gateway as well, a
 second otelcol-flowra on a loopback copy of the gateway config (default:
-infra/proposed/collector-gateway.yaml) sits in front and load-balances to that sampler.
+collector-gateway.yaml) sits in front and load-balances to that sampler.
 
     eval "$(infra/build-backends all)"
     .venv/bin/python infra/jaeger/smoke_test.py --jaeger "$JAEGER" \\
@@ -186,7 +186,7 @@ def main() -> int:
     ap.add_argument("--collector", help="path of otelcol-flowra: send through it")
     ap.add_argument("--collector-config", default=str(REPO / "collector-config.yaml"))
     ap.add_argument("--gateway", action="store_true", help="put a load-balancing gateway in front (needs --collector)")
-    ap.add_argument("--gateway-config", default=str(REPO / "infra/proposed/collector-gateway.yaml"))
+    ap.add_argument("--gateway-config", default=str(REPO / "collector-gateway.yaml"))
     ap.add_argument("--json", help="write the read-back JSON here")
     args = ap.parse_args()
 
