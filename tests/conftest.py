@@ -1,6 +1,8 @@
 """Shared fixtures and span assertions: the real OpenTelemetry SDK with in-memory exporter and
 metric reader, and a span ledger that sees every span start and end (each flowra line's own
-helpers are in its folder's conftest: ``hook_registry/``, ``runtime_hooks/``).
+helpers are in its folder's conftest: ``hook_registry/``, ``runtime_hooks/``). Tests written once
+for both lines live in ``both_lines/``: they run the installed line's ``scenarios`` module
+(``both_lines/line.py``).
 
 Function-scoped, so every test sees only its own spans and data points. The autouse
 ``no_internal_errors`` fixture turns any error the plugin logs (and swallows, by design, in
@@ -30,7 +32,8 @@ from flowra_otel.adapters import flowra_version, line_of
 from flowra_otel.core.secret_scan import scan_text
 from tests.semconv_conformance import check_metrics, check_spans
 
-# The installed flowra decides which adapter's tests run: each line's tests import its API.
+# The installed flowra decides which adapter's tests run: each line's tests import its API
+# (both_lines/ always runs, on the installed line's scenarios).
 _LINE = line_of(flowra_version() or "")
 collect_ignore = [name for name in ("hook_registry", "runtime_hooks") if name != _LINE]
 

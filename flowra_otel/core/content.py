@@ -488,7 +488,7 @@ class ContentRenderer:
     def _structure(self, value: Any, what: str, *, object_only: bool) -> str:
         walk = Walk(self._scrub, self._budget, self._leaves)
         tree = walk.node(value)
-        if self._budget is not None:
+        if self._budget is not None and tree is not None:  # fit's None means "cannot fit"; null always does
             fitted = fit(tree, self._budget, prune_from=1)
             if fitted is None:
                 fitted = {OMITTED_KEY: OVER_BUDGET} if object_only else OVER_BUDGET
@@ -574,12 +574,14 @@ def _part(walk: Walk, part: Part, tool_uses: Mapping[int, Any] | None = None) ->
         return {"type": "text", "content": _text(walk, part.content)}
     if kind == "tool_call":
         block = part.content
+        # A hook may leave any value as the call (flowra before 0.0.92 keeps it in the history and
+        # still spawns it): what it lacks is recorded as the tool span records it (no id, no name).
         final = tool_uses.get(id(block), block) if tool_uses else block
         return {
             "type": "tool_call",
-            "id": _ident(final.id),
-            "name": _name(walk, final.name),  # the model chose it (or a hook): content, scrubbed
-            "arguments": walk.node(deserialised_arguments(final.input, walk.cap)),
+            "id": _ident(getattr(final, "id", "")),
+            "name": _name(walk, getattr(final, "name", "")),  # the model chose it (or a hook): content, scrubbed
+            "arguments": walk.node(deserialised_arguments(getattr(final, "input", None), walk.cap)),
         }
     if kind == "tool_call_response":
         return {"type": "tool_call_response", "id": _ident(part.ident), "response": walk.node(part.content)}

@@ -29,6 +29,8 @@ from .telemetry import Telemetry
 logger = logging.getLogger("flowra_otel")
 
 _MAX_SHAPES: Final = 256
+_NO_ARGUMENTS: Final = object()
+"""A tool use without ``input``: not a call at all (a hook's odd value), so no arguments."""
 
 
 class ToolInvocation:
@@ -152,14 +154,16 @@ class ToolInvocation:
 
     def called(self, change: redaction.FieldChange | None) -> None:
         """BeforeToolCallEvent returned: the ledger of what its hooks changed, and the arguments
-        of the call that runs (content capture only)."""
+        of the call that runs (content capture only). A hook may leave a value that is no call at
+        all (flowra before 0.0.92 still spawns its tool-call agent): it has no arguments, so none are recorded
+        (``None`` arguments of a call are recorded as ``null``)."""
         tool_use = self.tool_use
         if change is not None:
             self._record_ledger(change, tool_use)
         if self.content is not None and self.span.is_recording():
-            self.span.set_attribute(
-                semconv.GEN_AI_TOOL_CALL_ARGUMENTS, self.content.tool_arguments(getattr(tool_use, "input", None))
-            )
+            arguments = getattr(tool_use, "input", _NO_ARGUMENTS)
+            if arguments is not _NO_ARGUMENTS:
+                self.span.set_attribute(semconv.GEN_AI_TOOL_CALL_ARGUMENTS, self.content.tool_arguments(arguments))
 
     def stop(
         self,

@@ -563,11 +563,11 @@ async def test_runtime_timeout_ends_open_spans_as_timed_out(
                 ToolLoopConfig: config,
                 HookRegistry: hooks_with(otel_hooks),
             }
-            runtime = AgentRuntime(agents={"assistant": ToolLoopAgent}, services=services, timeout=0.1)
+            runtime = AgentRuntime(agents={"assistant": ToolLoopAgent}, services=services, timeout=1.0)
             run = runtime.run(agent="assistant", spec=spec("go"))
         else:
             runtime = tool_loop_runtime(provider, tools, hooks_with(otel_hooks))
-            run = runtime.run(agent="assistant", spec=spec("go"), timeout=0.1)
+            run = runtime.run(agent="assistant", spec=spec("go"), timeout=1.0)
         with pytest.raises(TimeoutError):
             await run
     assert started.is_set()

@@ -1,12 +1,15 @@
 """End to end against a real GenAI trace backend: Arize Phoenix, over OTLP/HTTP and OTLP/gRPC.
 
-A multi-agent app (``tests/phoenix_app.py``: three parallel tools, one of them a sub-agent, a
-redaction hook replacing an API key in a tool result, content capture on) exports through
-``configure_telemetry()`` from its own process; the spans are then read back through Phoenix's
-REST and GraphQL APIs and checked as Phoenix interprets them: the tree, span kinds, model, tokens,
-LLM messages, every parallel tool result, the run's input and output, the session -- and that the
-secret is nowhere in anything Phoenix gives out. ``python -m flowra_otel audit --phoenix`` is
-tested against the same server.
+A multi-agent app (``tests/hook_registry/phoenix_app.py``: three parallel tools, one of them a
+sub-agent, a redaction hook replacing an API key in a tool result, content capture on) exports
+through ``configure_telemetry()`` from its own process; the spans are then read back through
+Phoenix's REST and GraphQL APIs and checked as Phoenix interprets them: the tree, span kinds,
+model, tokens, LLM messages, every parallel tool result, the run's input and output, the session
+-- and that the secret is nowhere in anything Phoenix gives out. ``python -m flowra_otel audit
+--phoenix`` is tested against the same server. The running and reading back are shared with the
+flowra 0.0.86 - 0.0.93 test (``tests/runtime_hooks/test_phoenix_backend.py``) in
+``tests/phoenix_queries.py``; the last two tests here (a planted secret, Phoenix's refusal of
+metrics) need no flowra run, so they are not repeated there.
 
 Needs ``FLOWRA_OTEL_PHOENIX`` (the ``phoenix`` executable): ``./dev test`` builds the venv
 (``requirements/phoenix.lock``) and sets it; plain ``./dev pytest`` skips these tests.
@@ -18,13 +21,8 @@ strict xfail, so it turns into a failure (and the gap must leave the set) once t
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Final
 
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -38,13 +36,24 @@ from tests.hook_registry import phoenix_app as app
 from tests.hook_registry.flowra_support import HAS_AGENT_TOOLS
 from tests.hook_registry.test_otlp_export_end_to_end import REDACTED, SECRET_KEY
 from tests.metrics_refusal import export_with_base_endpoint
+from tests.phoenix_queries import (
+    PROTOCOL_IDS,
+    PROTOCOLS,
+    PhoenixRun,
+    Protocol,
+    conversation_id,
+    given_out,
+    messages,
+    project_of,
+    run_app,
+    sessions,
+    tool_calls,
+    tool_messages,
+)
 from tests.phoenix_server import PHOENIX_ENV, PhoenixServer, running_phoenix
 
-Protocol = Literal["http/protobuf", "grpc"]
-PROTOCOLS: Final[tuple[Protocol, ...]] = ("http/protobuf", "grpc")
 SPAN_COUNT: Final = 10
 MODEL: Final = "sonnet-4-5"
-APP_TIMEOUT_S: Final = 120
 
 OPEN_CORE_GAPS: Final[frozenset[str]] = frozenset()
 """Remove a name once the span core closes it (the tests below then pass instead of xfail):
@@ -76,89 +85,19 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PhoenixServer]
         yield server
 
 
-@dataclass(frozen=True)
-class PhoenixRun:
-    protocol: Protocol
-    project: str
-    spans: list[dict[str, Any]]
-    """As ``GET /v1/projects/{project}/spans`` returns them."""
-
-    def named(self, name: str) -> list[dict[str, Any]]:
-        return sorted((s for s in self.spans if s["name"] == name), key=lambda s: s["start_time"])
-
-    def one(self, name: str) -> dict[str, Any]:
-        (span,) = self.named(name)
-        return span
-
-    def by_id(self, span_id: str) -> dict[str, Any]:
-        (span,) = [s for s in self.spans if s["context"]["span_id"] == span_id]
-        return span
-
-
 _RUNS: dict[Protocol, PhoenixRun] = {}
 
 
-def conversation_id(project: str) -> str:
-    return f"conv-{project}"
-
-
-def run_app(phoenix: PhoenixServer, protocol: Protocol, project: str) -> None:
-    """The app in its own process, exporting to ``phoenix`` with ``configure_telemetry()``."""
-    endpoint = phoenix.grpc_endpoint if protocol == "grpc" else f"{phoenix.url}/v1/traces"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")} | {
-        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint,  # Phoenix takes no metrics: traces only
-        "OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
-        "OTEL_SERVICE_NAME": "flowra-phoenix-e2e",
-        "OTEL_RESOURCE_ATTRIBUTES": f"openinference.project.name={project}",
-    }
-    root = Path(__file__).resolve().parents[2]
-    proc = subprocess.run(
-        [sys.executable, "-m", "tests.hook_registry.phoenix_app", conversation_id(project)],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=APP_TIMEOUT_S,
-        check=False,
-    )
-    assert proc.returncode == 0, f"app failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
-    summary = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert summary["answer"] == app.FINAL_ANSWER
-    assert "Traceback" not in proc.stderr and "ERROR" not in proc.stderr, proc.stderr
-
-
-@pytest.fixture(params=PROTOCOLS, ids=["http", "grpc"])
+@pytest.fixture(params=PROTOCOLS, ids=PROTOCOL_IDS)
 def run(request: pytest.FixtureRequest, phoenix: PhoenixServer) -> PhoenixRun:
     """The app's trace as Phoenix holds it, once per protocol (a project of its own each)."""
     protocol: Protocol = request.param
     if protocol not in _RUNS:
-        project = f"flowra-e2e-{'grpc' if protocol == 'grpc' else 'http'}"
-        run_app(phoenix, protocol, project)
+        project = project_of(protocol)
+        summary = run_app(phoenix, protocol, project, "tests.hook_registry.phoenix_app")
+        assert summary["answer"] == app.FINAL_ANSWER
         _RUNS[protocol] = PhoenixRun(protocol, project, phoenix.wait_for_spans(project, SPAN_COUNT))
     return _RUNS[protocol]
-
-
-# ------------------------------------------------------------------------------------ helpers
-def messages(span: dict[str, Any], direction: Literal["input", "output"]) -> list[dict[str, Any]]:
-    """``llm.{input,output}_messages.N.message.*`` (flat keys, as Phoenix returns them) as a list."""
-    prefix = f"llm.{direction}_messages."
-    found: dict[int, dict[str, Any]] = {}
-    for key, value in span["attributes"].items():
-        if key.startswith(prefix):
-            index, _, rest = key.removeprefix(prefix).partition(".")
-            found.setdefault(int(index), {})[rest.removeprefix("message.")] = value
-    return [found[i] for i in sorted(found)]
-
-
-def tool_calls(message: dict[str, Any]) -> list[tuple[str, str, Any]]:
-    calls: dict[int, dict[str, Any]] = {}
-    for key, value in message.items():
-        if key.startswith("tool_calls."):
-            index, _, rest = key.removeprefix("tool_calls.").partition(".")
-            calls.setdefault(int(index), {})[rest.removeprefix("tool_call.")] = value
-    return [
-        (c["id"], c["function.name"], json.loads(c["function.arguments"])) for c in (calls[i] for i in sorted(calls))
-    ]
 
 
 # ------------------------------------------------------------------------------------ the trace
@@ -167,12 +106,7 @@ def test_tree_and_span_kinds(run: PhoenixRun) -> None:
     assert root["parent_id"] is None
     assert {s["context"]["trace_id"] for s in run.spans} == {root["context"]["trace_id"]}
     assert len(run.spans) == SPAN_COUNT
-
-    def children(span: dict[str, Any]) -> list[str]:
-        sid = span["context"]["span_id"]
-        return sorted(s["name"] for s in run.spans if s["parent_id"] == sid)
-
-    assert children(root) == [
+    assert run.children(root) == [
         f"chat {MODEL}",
         f"chat {MODEL}",
         "execute_tool get_weather",
@@ -180,13 +114,10 @@ def test_tree_and_span_kinds(run: PhoenixRun) -> None:
         "execute_tool research",
     ]
     research_tool = run.one("execute_tool research")
-    assert children(research_tool) == ["invoke_agent research"]
-    assert children(run.one("invoke_agent research")) == [f"chat {MODEL}", f"chat {MODEL}", "execute_tool get_weather"]
-
-    kinds: dict[str, set[str]] = {s["name"].split()[0]: set() for s in run.spans}
-    for span in run.spans:
-        kinds[span["name"].split()[0]].add(span["span_kind"])
-    assert kinds == {"invoke_agent": {"AGENT"}, "chat": {"LLM"}, "execute_tool": {"TOOL"}}
+    assert run.children(research_tool) == ["invoke_agent research"]
+    research = run.one("invoke_agent research")
+    assert run.children(research) == [f"chat {MODEL}", f"chat {MODEL}", "execute_tool get_weather"]
+    assert run.span_kinds() == {"invoke_agent": {"AGENT"}, "chat": {"LLM"}, "execute_tool": {"TOOL"}}
 
 
 def test_model_and_token_counts(run: PhoenixRun) -> None:
@@ -235,11 +166,11 @@ def test_llm_messages_and_parallel_tool_calls(run: PhoenixRun) -> None:
 @gap("one-tool-message-per-result")
 def test_every_parallel_tool_result_reaches_the_llm_messages(run: PhoenixRun) -> None:
     last = max(run.named(f"chat {MODEL}"), key=lambda s: s["start_time"])
-    tool_messages = {m.get("tool_call_id"): m.get("content") for m in messages(last, "input") if m["role"] == "tool"}
-    assert set(tool_messages) == {cid for cid, _, _ in app.PARALLEL_CALLS}
-    assert tool_messages["call_account"] == f"account of alice: plan=pro, api key {REDACTED}"
-    assert tool_messages["call_weather"] == "Sunny, 21 C in Paris"
-    assert json.loads(str(tool_messages["call_research"])) == {"answer": app.RESEARCH_ANSWER}
+    results = tool_messages(last)
+    assert set(results) == {cid for cid, _, _ in app.PARALLEL_CALLS}
+    assert results["call_account"] == f"account of alice: plan=pro, api key {REDACTED}"
+    assert results["call_weather"] == "Sunny, 21 C in Paris"
+    assert json.loads(str(results["call_research"])) == {"answer": app.RESEARCH_ANSWER}
 
 
 @gap("agent-run-io")
@@ -250,21 +181,6 @@ def test_the_root_agent_span_carries_the_run_input_and_output(run: PhoenixRun) -
     child = run.one("invoke_agent research")["attributes"]
     assert app.RESEARCH_QUERY in str(child.get("input.value"))
     assert app.RESEARCH_ANSWER in str(child.get("output.value"))
-
-
-SESSIONS_QUERY: Final = """
-{
-  projects { edges { node { name
-    sessions(first: 10) { edges { node { sessionId numTraces
-      firstInput { value } lastOutput { value } } } } } } }
-}
-"""
-
-
-def sessions(phoenix: PhoenixServer, project: str) -> list[dict[str, Any]]:
-    data = phoenix.graphql(SESSIONS_QUERY)
-    (project_node,) = [e["node"] for e in data["projects"]["edges"] if e["node"]["name"] == project]
-    return [e["node"] for e in project_node["sessions"]["edges"]]
 
 
 def test_the_conversation_id_is_the_phoenix_session(run: PhoenixRun, phoenix: PhoenixServer) -> None:
@@ -281,13 +197,12 @@ def test_the_session_shows_first_input_and_last_output(run: PhoenixRun, phoenix:
 
 
 def test_the_secret_is_nowhere_phoenix_gives_out(run: PhoenixRun, phoenix: PhoenixServer) -> None:
-    rest = json.dumps(run.spans, ensure_ascii=False)
-    otlp = json.dumps(phoenix.get_json(f"/v1/projects/{run.project}/spans/otlpv1", limit=1000), ensure_ascii=False)
-    graphql = json.dumps(sessions(phoenix, run.project), ensure_ascii=False)
-    for name, text in (("REST spans", rest), ("REST otlpv1 spans", otlp), ("GraphQL sessions", graphql)):
+    texts = given_out(phoenix, run)
+    for name, text in texts.items():
         assert SECRET_KEY not in text, name
         assert SECRET_KEY.encode().hex() not in text, name
-    assert REDACTED in rest and REDACTED in otlp  # the paired positive: the redacted result is there
+    # the paired positive: the redacted result is there
+    assert REDACTED in texts["REST spans"] and REDACTED in texts["REST otlpv1 spans"]
     ledger = run.one("execute_tool lookup_account")["attributes"]
     assert ledger["flowra.redaction.applied"] is True
     assert ledger["flowra.redaction.fields"] == ["result"]
@@ -334,14 +249,14 @@ def test_audit_of_the_live_phoenix_finds_a_planted_secret(
 
 
 # ------------------------------------------------------------------------------------ no metrics
-@pytest.mark.parametrize("protocol", PROTOCOLS, ids=["http", "grpc"])
+@pytest.mark.parametrize("protocol", PROTOCOLS, ids=PROTOCOL_IDS)
 def test_the_base_endpoint_gets_one_warning_for_phoenixs_refusal_of_metrics(
     phoenix: PhoenixServer, protocol: Protocol, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Only ``OTEL_EXPORTER_OTLP_ENDPOINT`` set: Phoenix refuses the metrics (HTTP 405, gRPC
     UNIMPLEMENTED); the program gets one warning naming the fix and no error per export, and its
     traces still arrive."""
-    project = f"flowra-e2e-refusal-{'grpc' if protocol == 'grpc' else 'http'}"
+    project = project_of(protocol, "flowra-e2e-refusal")
     logged = export_with_base_endpoint(
         {
             "OTEL_EXPORTER_OTLP_ENDPOINT": phoenix.grpc_endpoint if protocol == "grpc" else phoenix.url,

@@ -49,8 +49,8 @@ from tests.hook_registry.flowra_support import (
     tool_registry,
 )
 
-CLIENT_TIMEOUT_S = 0.2
-SLOW_REPLY_S = 1.0
+CLIENT_TIMEOUT_S = 2.0  # far above a loopback answer on a loaded CI machine; the SLOW cases wait longer
+SLOW_REPLY_S = 2.5
 
 
 # ---------------------------------------------------------------------------------------------

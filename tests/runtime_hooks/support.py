@@ -3,8 +3,9 @@
 A scripted ``LLMProvider`` (it answers from a list and records every request; it streams when
 flowra asks it to), real ``@tool`` functions, flowra's own ``ChatAgent`` / ``TurnAgent`` and an
 agent used as a tool (``make_agent_tool``), built the way flowra's own examples build them. The
-hook code of 0.0.86 - 0.0.93 is byte-identical, so nothing here depends on the release; 0.0.92
-added ``BeforeToolCallsEvent`` (``HAS_CALLS_EVENT``).
+hook code of 0.0.86 - 0.0.93 is byte-identical, so nothing here depends on the release; 0.0.89
+let a tool answer with blocks (``HAS_TOOL_BLOCKS``), 0.0.92 added ``BeforeToolCallsEvent``
+(``HAS_CALLS_EVENT``), 0.0.93 ``TurnConfig.render`` (``HAS_RENDER``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from flowra.llm import (
     Usage,
     UserMessage,
 )
-from flowra.tools import ToolRegistry, tool
+from flowra.tools import ToolRegistry, ToolResult, tool
 
 FLOWRA_VERSION = importlib.metadata.version("flowra")
 CALLS_EVENT: Any = getattr(turn_events, "BeforeToolCallsEvent", None)
@@ -43,6 +44,10 @@ CALLS_EVENT: Any = getattr(turn_events, "BeforeToolCallsEvent", None)
 HAS_CALLS_EVENT = CALLS_EVENT is not None
 HAS_RENDER = "render" in getattr(TurnConfig, "__dataclass_fields__", {})
 """0.0.93: ``TurnConfig.render`` turns the stored conversation into what each call sends."""
+HAS_TOOL_BLOCKS = hasattr(ToolResult, "blocks")
+"""0.0.89+: a tool answers with blocks (``ToolResult.content`` a list of blocks, media included;
+a ``@tool`` function may return a ``ToolResult``). Before, a tool's answer is text: media reaches
+a tool result only through a hook (``AfterToolCallEvent.result``)."""
 
 MODEL = "anthropic/sonnet-4-5"
 SYSTEM_PROMPT = "You are a helpful assistant."

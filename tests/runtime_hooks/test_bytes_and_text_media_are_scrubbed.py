@@ -10,6 +10,9 @@ covers bytes inside a tool's result there):
   scrubber, in ``gen_ai.tool.call.arguments`` and the response's ``tool_call`` part;
 * a ``MediaBlock`` whose media type is text (``text/plain``, JSON, XML...): a document, not an
   image; its ``blob`` part still carries base64, but of the text scrubbed. Images stay as they are.
+  The tool returns the files (flowra 0.0.89+); before 0.0.89 a tool's answer is text, and an
+  ``AfterToolCallEvent`` hook attaches them as the tool's result instead (the same blocks reach
+  the model, and the plugin records them the same way).
 
 The paired negatives put the old rule back (every bytes leaf and every blob base64, unscrubbed)
 and show the key leave in base64.
@@ -25,8 +28,8 @@ from typing import Any
 
 import pytest
 from flowra.agent import Event
-from flowra.lib.turn.hook_events import BeforeToolCallEvent
-from flowra.llm import MediaBlock, TextBlock
+from flowra.lib.turn.hook_events import AfterToolCallEvent, BeforeToolCallEvent
+from flowra.llm import MediaBlock, TextBlock, ToolResultBlock
 from flowra.tools import ToolResult, tool
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -36,6 +39,7 @@ from flowra_otel.core import bounded_json, semconv
 from flowra_otel.testing import assert_no_leak, find_leaks
 from tests.runtime_hooks.conftest import SpanLedger, assert_all_ended
 from tests.runtime_hooks.support import (
+    HAS_TOOL_BLOCKS,
     CityParams,
     ScriptedProvider,
     chat_runtime,
@@ -118,22 +122,34 @@ async def test_without_scrubbing_bytes_the_attached_key_leaves_in_base64(
 
 
 # ------------------------------------------------------------------------------------ text media
+def files_of(city: str) -> list[MediaBlock | TextBlock]:
+    return [
+        MediaBlock(data=CREDENTIALS, media_type="text/plain; charset=utf-8"),
+        MediaBlock(data=PNG, media_type="image/png"),
+        TextBlock(text=f"files of {city}"),
+    ]
+
+
 @tool("fetch_file")
 async def fetch_file(params: CityParams) -> ToolResult:
     """Fetches the branch's config file and its floor plan."""
-    return ToolResult(
-        content=[
-            MediaBlock(data=CREDENTIALS, media_type="text/plain; charset=utf-8"),
-            MediaBlock(data=PNG, media_type="image/png"),
-            TextBlock(text=f"files of {params.city}"),
-        ]
-    )
+    if HAS_TOOL_BLOCKS:
+        return ToolResult(content=files_of(params.city))
+    return ToolResult(content=params.city)  # flowra 0.0.86 - 0.0.88: text; attach_files gives the files
+
+
+def attach_files(event: Event[AfterToolCallEvent]) -> None:
+    """Before flowra 0.0.89: the files reach the tool's result through a hook (the tool answers text)."""
+    result = event.data.result
+    event.data.result = ToolResultBlock(tool_use_id=result.tool_use_id, content=files_of(result.text))
 
 
 async def run_with_media(hooks: OtelHooks) -> ScriptedProvider:
     provider = ScriptedProvider(tool_calls_response(("c1", "fetch_file", {"city": "Oslo"})), text_response("Done."))
     runtime = chat_runtime(provider, fetch_file)
     hooks.install(runtime)
+    if not HAS_TOOL_BLOCKS:
+        runtime.hooks.on(AfterToolCallEvent, attach_files)
     await run_chat(runtime, "Files?")
     return provider
 

@@ -60,6 +60,7 @@ from tests.runtime_hooks.conftest import SpanLedger, assert_all_ended, wrapped_r
 from tests.runtime_hooks.support import (
     CALLS_EVENT,
     HAS_CALLS_EVENT,
+    HAS_TOOL_BLOCKS,
     SSN,
     Script,
     ScriptedProvider,
@@ -385,6 +386,21 @@ async def test_arguments_kept_as_json_text_are_recorded_as_an_object(
     first_chat = spans_named(span_exporter, "chat")[0]
     (message,) = json.loads(attrs(first_chat)[semconv.GEN_AI_OUTPUT_MESSAGES])
     assert message["parts"] == [{"type": "tool_call", "id": "c1", "name": "get_weather", "arguments": {"city": "Oslo"}}]
+    assert_all_ended(ledger, span_exporter)
+
+
+@pytest.mark.semconv_exempt  # null arguments: no object
+async def test_none_arguments_are_recorded_as_null(
+    make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter, ledger: SpanLedger
+) -> None:
+    """``None`` arguments are recorded as the model gave them, ``null``, whatever the budget
+    (not the over-budget marker: ``fit``'s None means "cannot fit", and null always fits)."""
+    await paired(Case(one_call(weather_call(arguments=None))), make_otel_hooks)
+    (tool,) = spans_named(span_exporter, "execute_tool")
+    assert attrs(tool)[semconv.GEN_AI_TOOL_CALL_ARGUMENTS] == "null"
+    first_chat = spans_named(span_exporter, "chat")[0]
+    (message,) = json.loads(attrs(first_chat)[semconv.GEN_AI_OUTPUT_MESSAGES])
+    assert message["parts"] == [{"type": "tool_call", "id": "c1", "name": "get_weather", "arguments": None}]
     assert_all_ended(ledger, span_exporter)
 
 
@@ -775,16 +791,40 @@ async def test_a_tool_use_replaced_after_the_call_still_records_its_result(
     assert_all_ended(ledger, span_exporter)
 
 
+async def test_a_hook_leaving_no_call_records_no_arguments(
+    make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter, ledger: SpanLedger
+) -> None:
+    """A ``BeforeToolCallEvent`` hook that leaves a value which is no call at all: flowra 0.0.92+
+    fails the step on it (the call's id changed), before 0.0.92 it keeps the value in the history
+    and spawns it. The chat's output shows what runs (no id, no name, no arguments) and the tool
+    span records no arguments: the value has none (not ``null``, which is arguments a call had)."""
+    await paired(Case(one_call(), hooks=before(lambda use: "not a call")), make_otel_hooks)
+    tools = spans_named(span_exporter, "execute_tool")
+    if HAS_CALLS_EVENT:  # 0.0.92+: flowra rejects the changed id before any call runs
+        assert tools == []
+    else:
+        (tool,) = tools
+        assert semconv.GEN_AI_TOOL_CALL_ARGUMENTS not in attrs(tool)
+        assert attrs(tool)[semconv.GEN_AI_TOOL_CALL_ID] == ""
+        (message,) = json.loads(attrs(spans_named(span_exporter, "chat")[0])[semconv.GEN_AI_OUTPUT_MESSAGES])
+        assert message["parts"] == [{"type": "tool_call", "id": "", "name": "", "arguments": None}]
+    assert_all_ended(ledger, span_exporter)
+
+
 # ------------------------------------------------------------------------------------ tools with odd results
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class KindParams:
     kind: str
 
 
+def chart() -> list[MediaBlock | TextBlock]:
+    return [MediaBlock(data=PNG, media_type="image/png"), TextBlock(text="a chart")]
+
+
 ODD_RESULTS: dict[str, Callable[[], Any]] = {
     "bytes": lambda: b"raw \x00\xff bytes",
     "huge-str": lambda: "h" * 5_000_000,
-    "media": lambda: ToolResult(content=[MediaBlock(data=PNG, media_type="image/png"), TextBlock(text="a chart")]),
+    "media": lambda: ToolResult(content=chart()),
     "media-only": lambda: ToolResult(content=[MediaBlock(data=PNG * 4_000, media_type="application/pdf")]),
     "empty-blocks": lambda: ToolResult(content=[]),
     "surrogates": lambda: ToolResult(content=[TextBlock(text=NASTY)]),
@@ -818,16 +858,31 @@ async def test_tools_returning_odd_results(
     assert_all_ended(ledger, span_exporter)
 
 
+def media_by_hook(call_id: str) -> Callable[[AgentRuntime], None]:
+    """Before flowra 0.0.89 a tool answers text: the ``media`` answer reaches the call's result
+    through a hook instead (the same blocks, recorded the same way)."""
+    return after(
+        lambda data: (
+            ToolResultBlock(tool_use_id=data.result.tool_use_id, content=chart())
+            if data.result.tool_use_id == call_id
+            else data.result
+        )
+    )
+
+
 async def test_bytes_and_media_results_are_recorded_as_the_model_got_them(
     make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter, ledger: SpanLedger
 ) -> None:
+    media = "media" if HAS_TOOL_BLOCKS else "none"  # flowra 0.0.86 - 0.0.88: media_by_hook gives c2 its blocks
+
     def script() -> list[Script]:
         return [
-            tool_calls_response(("c1", "odd", {"kind": "bytes"}), ("c2", "odd", {"kind": "media"})),
+            tool_calls_response(("c1", "odd", {"kind": "bytes"}), ("c2", "odd", {"kind": media})),
             text_response("seen"),
         ]
 
-    await paired(Case(script, (odd,)), make_otel_hooks)
+    case = Case(script, (odd,)) if HAS_TOOL_BLOCKS else Case(script, (odd,), hooks=media_by_hook("c2"))
+    await paired(case, make_otel_hooks)
     by_id = {attrs(s)[semconv.GEN_AI_TOOL_CALL_ID]: s for s in spans_named(span_exporter, "execute_tool")}
     # flowra base64-encodes a tool's bytes into text (format_result): the model gets that text.
     raw = base64.b64encode(b"raw \x00\xff bytes").decode("ascii")

@@ -202,11 +202,11 @@ async def test_runtime_timeout_ends_every_open_span_cancelled(
     provider = ScriptedProvider(tool_calls_response(("s", "slow", {"seconds": 10.0})))
     if where == "constructor":
         config = ChatConfig(llm_config=llm_config(provider), system=system(), tools=registry(slow))
-        runtime = AgentRuntime(agents={"assistant": ChatAgent}, services={ChatConfig: config}, timeout=0.2)
+        runtime = AgentRuntime(agents={"assistant": ChatAgent}, services={ChatConfig: config}, timeout=1.0)
         run = runtime.run(agent=ChatAgent, spec=ChatSpec.text("go"))
     else:
         runtime = chat_runtime(provider, slow)
-        run = runtime.run(agent=ChatAgent, spec=ChatSpec.text("go"), timeout=0.2)
+        run = runtime.run(agent=ChatAgent, spec=ChatSpec.text("go"), timeout=1.0)
     traced(make_otel_hooks, runtime)
     with pytest.raises(TimeoutError):
         await run

@@ -1,4 +1,4 @@
-"""Every content attribute holds to ``max_content_length``, whatever the run (flowra 0.0.3 - 0.0.8).
+"""Every content attribute holds to ``max_content_length``, whatever the run.
 
 The budget is applied inside each JSON value (docs/redaction.md): a content attribute is at most
 ``max_content_length`` characters, or ``FLOOR`` when the budget is too tiny for any valid value.
@@ -8,8 +8,7 @@ budget of 4 096 gave 10 051 characters) was never held to the budget, and the ma
 the request has messages, while N counts semconv messages (one per tool result), so 150 parallel
 results in a short history ended one character over. The property test runs random real runs
 (random budgets, tools, prompts, arguments, results, histories) and checks every JSON content
-attribute of every span; ``tests/runtime_hooks/test_content_stays_within_its_budget.py`` makes the
-same assertions on flowra 0.0.86+.
+attribute of every span.
 """
 
 from __future__ import annotations
@@ -17,30 +16,17 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Callable
 from typing import Any
 
 import pytest
-from flowra.agent import HookRegistry
-from flowra.llm import AssistantMessage, TextBlock, ToolResultBlock, ToolUseBlock, UserMessage
-from flowra.tools import LocalTool, ToolDefinition, ToolExecutionContext, ToolResult
+from flowra.llm import AssistantMessage, TextBlock, ToolUseBlock, UserMessage
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from flowra_otel import OtelHooks
-from flowra_otel.adapters.hook_registry.messages import MESSAGES
 from flowra_otel.core import semconv
 from flowra_otel.core.content import MESSAGE_OMITTED, OMITTED_MESSAGES, TOOLS_OMITTED, ContentPolicy
-from tests.hook_registry.conftest import SpanLedger, assert_all_ended
-from tests.hook_registry.flowra_support import (
-    ScriptedProvider,
-    run_tool_loop,
-    text_response,
-    tool_calls_response,
-    tool_loop_runtime,
-    tool_registry,
-)
-
-MakeHooks = Callable[..., OtelHooks]
+from tests.both_lines.line import MakeHooks, S
+from tests.conftest import SpanLedger
 
 FLOOR = len(
     json.dumps(
@@ -66,32 +52,8 @@ _TOOLS_OMITTED = re.compile(re.escape(TOOLS_OMITTED).replace(re.escape("{count}"
 _MESSAGES_OMITTED = re.compile(re.escape(OMITTED_MESSAGES).replace(re.escape("{count}"), r"(\d+)"))
 
 
-def tools(count: int, rng: random.Random | None = None) -> list[LocalTool]:
-    """``count`` tools named ``tool_000``...: each answers with its note (its description's length random)."""
-
-    async def answer(ctx: ToolExecutionContext) -> ToolResult:
-        return ToolResult(content=str(ctx.input.get("note", "")))
-
-    made = []
-    for i in range(count):
-        words = rng.randint(1, 60) if rng is not None else 8
-        definition = ToolDefinition(
-            name=f"tool_{i:03d}",
-            description=" ".join(["Keeps a note about the customer account."] * words),
-            input_schema={"type": "object", "properties": {"note": {"type": "string"}}},
-        )
-        made.append(LocalTool(definition=definition, handler=answer))
-    return made
-
-
-async def run(
-    otel: OtelHooks, provider: ScriptedProvider, offered: list[LocalTool], text: str, prompt: str = "You help."
-) -> None:
-    registry = HookRegistry()
-    registry.add(otel)
-    async with tool_registry(*offered) as tool_reg:
-        runtime = tool_loop_runtime(provider, tool_reg, registry, system_prompt=prompt, max_llm_calls=20)
-        await run_tool_loop(runtime, text)
+async def run(otel: OtelHooks, steps: list[Any], offered: list[Any], text: str, prompt: str = "You help.") -> None:
+    await S.budget_run(otel, steps, offered, text, prompt)
 
 
 def content_sizes(exporter: InMemorySpanExporter) -> list[tuple[str, str, int]]:
@@ -110,11 +72,11 @@ async def test_many_tools_are_named_as_far_as_the_budget_goes(
     budget = 4_096
     await run(
         make_otel_hooks(capture_content=True, max_content_length=budget),
-        ScriptedProvider([text_response("Hello.")]),
-        tools(150),
+        [S.answer("Hello.")],
+        S.note_tools(150),
         "Hi",
     )
-    assert_all_ended(ledger, span_exporter)
+    S.assert_all_ended(ledger, span_exporter)
     (chat,) = [s for s in span_exporter.get_finished_spans() if s.name.startswith("chat")]
     text = str((chat.attributes or {})[semconv.GEN_AI_TOOL_DEFINITIONS])
     assert len(text) <= budget
@@ -130,7 +92,7 @@ async def test_many_tools_are_named_as_far_as_the_budget_goes(
 def wide_history(results: int) -> list[Any]:
     """A short conversation (five messages) holding ``results`` parallel tool calls and results."""
     calls: list[Any] = [ToolUseBlock(id=f"c{i}", name="tool_000", input={"note": "n"}) for i in range(results)]
-    answers: list[Any] = [ToolResultBlock(tool_use_id=f"c{i}", content=f"note {i:03d}") for i in range(results)]
+    answers: list[Any] = [S.tool_result_block(f"c{i}", f"note {i:03d}") for i in range(results)]
     return [
         UserMessage(blocks=[TextBlock(text="Check every account.")]),
         AssistantMessage(blocks=calls),
@@ -147,7 +109,7 @@ def test_the_omitted_messages_marker_fits_whatever_its_count() -> None:
     counts: set[int] = set()
     for budget in range(1_200, 4_000, 7):
         policy = ContentPolicy.build(redact=None, redact_secrets=False, max_length=budget)
-        text = policy.renderer(MESSAGES).conversation(history)
+        text = policy.renderer(S.MESSAGES).conversation(history)
         assert len(text) <= budget, budget
         match = _MESSAGES_OMITTED.search(text)
         assert match is not None
@@ -162,8 +124,8 @@ def _script(rng: random.Random, offered: int) -> list[Any]:
             (f"c{turn}{k}", f"tool_{rng.randrange(offered):03d}", {"note": "x" * rng.choice([0, 10, 300, 3_000])})
             for k in range(rng.choice([1, 2, 5, 30]))
         ]
-        steps.append(tool_calls_response(calls, text=rng.choice([None, "y" * rng.randint(0, 2_000)])))
-    steps.append(text_response("z" * rng.choice([1, 100, 5_000])))
+        steps.append(S.tool_calls(*calls, text=rng.choice([None, "y" * rng.randint(0, 2_000)])))
+    steps.append(S.answer("z" * rng.choice([1, 100, 5_000])))
     return steps
 
 
@@ -174,11 +136,11 @@ async def test_random_runs_keep_every_content_attribute_within_the_budget(
     rng = random.Random(seed)
     budget = rng.choice([rng.randint(1, FLOOR), rng.randint(FLOOR, 1_500), rng.randint(1_500, 6_000)])
     offered = rng.choice([1, 3, 20, 150])
-    provider = ScriptedProvider(_script(rng, offered))
+    steps = _script(rng, offered)
     otel = make_otel_hooks(capture_content=True, max_content_length=budget, redact_secrets=rng.random() < 0.5)
     prompt = "p" * rng.choice([10, 1_000, 10_000])
-    await run(otel, provider, tools(offered, rng), "u" * rng.choice([1, 500, 20_000]), prompt)
-    assert_all_ended(ledger, span_exporter)
+    await run(otel, steps, S.note_tools(offered, rng), "u" * rng.choice([1, 500, 20_000]), prompt)
+    S.assert_all_ended(ledger, span_exporter)
     sizes = content_sizes(span_exporter)
     assert {key for _, key, _ in sizes} >= {semconv.GEN_AI_INPUT_MESSAGES, semconv.GEN_AI_TOOL_DEFINITIONS}
     over = [(name, key, size) for name, key, size in sizes if size > max(budget, FLOOR)]

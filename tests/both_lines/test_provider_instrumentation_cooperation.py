@@ -1,7 +1,8 @@
 """Beside a provider instrumentation built on opentelemetry-util-genai, one model call is one model span.
 
-End to end, nothing mocked: flowra 0.0.93's own ``GoogleVertexProvider`` with the real google-genai
-client in API-key mode against a loopback Gemini (``tests/fake_model_api.py``), the real
+End to end, nothing mocked: flowra's own ``GoogleVertexProvider`` (a ``ChatAgent``'s provider on
+flowra 0.0.86+, a ``ToolLoopAgent``'s before) with the real google-genai client in API-key mode
+against a loopback Gemini (``tests/fake_model_api.py``), the real
 ``opentelemetry-instrumentation-google-genai`` 1.3b0 (util-genai 1.3b0) and the plugin, both on the
 test's SDK providers. Without cooperation each call is recorded twice: our ``chat gemini-2.5-flash``
 and, under it, their ``generate_content gemini-2.5-flash``, and ``gen_ai.client.token.usage`` sums
@@ -12,23 +13,10 @@ response id only they know is on our span. Whichever of the two is installed fir
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from flowra.llm import (
-    AssistantMessage,
-    ContentComplete,
-    LLMProvider,
-    LLMRequest,
-    LLMResponse,
-    StopReason,
-    StreamEvent,
-    TextBlock,
-    ToolUseBlock,
-    Usage,
-)
 from flowra.llm.providers.google_vertex import GoogleVertexProvider
 from google import genai
 from google.genai import types as genai_types
@@ -43,6 +31,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from flowra_otel import OtelHooks
 from flowra_otel.core import cooperation, semconv
+from tests.both_lines.line import MakeHooks, S
+from tests.conftest import SpanLedger
 from tests.fake_model_api import (
     FakeGemini,
     FakeOpenAI,
@@ -53,12 +43,9 @@ from tests.fake_model_api import (
 )
 from tests.provider_instrumentation import GOOGLE_GENAI_SCOPE as THEIR_SCOPE
 from tests.provider_instrumentation import OUR_SCOPE, duration_counts, model_spans, ours, token_sums
-from tests.runtime_hooks.conftest import SpanLedger, assert_all_ended
-from tests.runtime_hooks.support import chat_runtime, get_weather, run_chat
 from tests.semconv_conformance import check_spans
 from tests.span_tree import build, shape
 
-MakeHooks = Callable[..., OtelHooks]
 MODEL = "gemini-2.5-flash"
 CONTENT_KEYS = {
     semconv.GEN_AI_INPUT_MESSAGES,
@@ -94,22 +81,25 @@ def google_genai_instrumentation(
 
 
 async def run_weather(
-    server: FakeGemini, install_plugin: Callable[[Any], None] | None, first: Callable[[], None]
+    server: FakeGemini,
+    make_plugin: Callable[[], OtelHooks] | None,
+    first: Callable[[], None],
+    then: Callable[[], None] = lambda: None,
 ) -> str:
-    """The chat agent asks Gemini twice (a tool call, then the answer) through flowra's own Gemini
-    provider in API-key mode; ``first`` runs before the plugin is installed (the other install
-    order: ``first`` is a no-op and the instrumentation comes after)."""
+    """The assistant asks Gemini twice (a tool call, then the answer) through flowra's own Gemini
+    provider in API-key mode; ``first`` runs before the plugin is made and put on the agent's
+    hooks, ``then`` right after (the other install order: the instrumentation comes after)."""
     first()
     client = genai.Client(api_key="test-key", http_options=genai_types.HttpOptions(base_url=server.url))
     try:
-        runtime = chat_runtime(GoogleVertexProvider(client=client), get_weather, model=MODEL)
-        if install_plugin is not None:
-            install_plugin(runtime)
-        result = await run_chat(runtime, "Weather in Paris?")
+        otel = make_plugin() if make_plugin is not None else None
+        answer = await S.provider_weather_run(
+            GoogleVertexProvider(client=client), otel, model=MODEL, after_install=then
+        )
     finally:
         await client.aio.aclose()
         client.close()
-    return result.response or ""
+    return answer or ""
 
 
 @pytest.mark.parametrize("order", ["instrumentation-first", "plugin-first"])
@@ -126,13 +116,16 @@ async def test_one_model_call_is_one_model_span_and_its_tokens_count_once(
     # Their content capture on: what they capture must never reach our spans (ours is off).
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
 
-    def install(runtime: Any) -> None:
-        make_otel_hooks(capture_content=False).install(runtime)
-        if order == "plugin-first":
-            google_genai_instrumentation()
+    def plugin() -> OtelHooks:
+        return make_otel_hooks(capture_content=False)
 
-    first = google_genai_instrumentation if order == "instrumentation-first" else lambda: None
-    assert await run_weather(gemini, install, first) == "Sunny in Paris."
+    def no_op() -> None:
+        pass
+
+    first, then = (
+        (no_op, google_genai_instrumentation) if order == "plugin-first" else (google_genai_instrumentation, no_op)
+    )
+    assert await run_weather(gemini, plugin, first, then) == "Sunny in Paris."
 
     assert len(gemini.requests) == 2  # both calls went through the real SDK and its instrumentation
     assert shape(build(span_exporter.get_finished_spans())) == [
@@ -156,7 +149,7 @@ async def test_one_model_call_is_one_model_span_and_its_tokens_count_once(
     # Tokens once, in the metrics as on the spans: ours only, 22 in and 14 out.
     assert token_sums(metric_reader) == {(OUR_SCOPE, "input"): 22, (OUR_SCOPE, "output"): 14}
     assert duration_counts(metric_reader) == {OUR_SCOPE: 2}
-    assert_all_ended(ledger, span_exporter)
+    S.assert_all_ended(ledger, span_exporter)
 
 
 @pytest.mark.semconv_exempt  # their spans: server.address without server.port (checked: ours conform)
@@ -176,7 +169,7 @@ async def test_without_the_suppression_every_call_is_recorded_twice(
         return context, None
 
     monkeypatch.setattr(cooperation, "with_inference_data", no_cooperation)
-    assert await run_weather(gemini, lambda runtime: make_otel_hooks().install(runtime), google_genai_instrumentation)
+    assert await run_weather(gemini, make_otel_hooks, google_genai_instrumentation)
     assert sorted(model_spans(span_exporter)) == sorted(
         [(OUR_SCOPE, "chat gemini-2.5-flash")] * 2 + [(THEIR_SCOPE, "generate_content gemini-2.5-flash")] * 2
     )
@@ -232,39 +225,6 @@ async def test_without_the_plugin_theirs_is_unchanged(
 
 
 # ------------------------------------------------------------------------------------ genai-openai
-class OpenAIChatProvider(LLMProvider):
-    """A minimal app-written provider on the real openai client (flowra 0.0.93's own OpenAI
-    provider needs httpx2, which this environment lacks): one ``chat.completions.create`` per
-    call, the SDK call inside the LLM call as flowra's providers make it."""
-
-    def __init__(self, client: AsyncOpenAI) -> None:
-        self.client = client
-
-    async def call(self, request: LLMRequest) -> LLMResponse:
-        completion = await self.client.chat.completions.create(
-            model=request.model, messages=[{"role": "user", "content": "Weather in Paris?"}]
-        )
-        choice = completion.choices[0]
-        blocks: list[Any] = [
-            ToolUseBlock(id=c.id, name=c.function.name, input=json.loads(c.function.arguments))
-            for c in choice.message.tool_calls or ()
-            if c.type == "function"
-        ]
-        if choice.message.content:
-            blocks.append(TextBlock(text=choice.message.content))
-        usage = completion.usage
-        return LLMResponse(
-            messages=[AssistantMessage(blocks=blocks)],
-            stop_reason=StopReason.TOOL_USE if choice.finish_reason == "tool_calls" else StopReason.END_TURN,
-            usage=Usage(
-                input_tokens=usage.prompt_tokens if usage else 0, output_tokens=usage.completion_tokens if usage else 0
-            ),
-        )
-
-    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
-        yield ContentComplete(response=await self.call(request))
-
-
 @pytest.mark.parametrize("order", ["instrumentation-first", "plugin-first"])
 async def test_beside_genai_openai_too_one_model_call_is_one_model_span(
     order: str,
@@ -275,8 +235,9 @@ async def test_beside_genai_openai_too_one_model_call_is_one_model_span(
     metric_reader: InMemoryMetricReader,
 ) -> None:
     """The same with ``opentelemetry-instrumentation-genai-openai`` 1.3b0 and the real openai
-    client, whose own span is also named ``chat gpt-4o-mini``: only ours remains, with the
-    response id, model and server only it knew."""
+    client (through flowra 0.0.8's own ``OpenAIProvider``; on 0.0.86+ an app-written provider, see
+    ``tests/runtime_hooks/scenarios.py``), whose own span is also named ``chat gpt-4o-mini``: only
+    ours remains, with the response id, model and server only it knew."""
     instrumentor = OpenAIInstrumentor()
     with FakeOpenAI() as server:
         server.replies += [
@@ -288,11 +249,14 @@ async def test_beside_genai_openai_too_one_model_call_is_one_model_span(
         try:
             if order == "instrumentation-first":
                 instrumentor.instrument(tracer_provider=tracer_provider, meter_provider=meter_provider)
-            runtime = chat_runtime(OpenAIChatProvider(client), get_weather, model="gpt-4o-mini")
-            make_otel_hooks().install(runtime)
-            if order == "plugin-first":
-                instrumentor.instrument(tracer_provider=tracer_provider, meter_provider=meter_provider)
-            assert (await run_chat(runtime, "Weather in Paris?")).response == "Sunny in Paris."
+
+            def then() -> None:
+                if order == "plugin-first":
+                    instrumentor.instrument(tracer_provider=tracer_provider, meter_provider=meter_provider)
+
+            provider = S.openai_provider(client)
+            answer = await S.provider_weather_run(provider, make_otel_hooks(), model="gpt-4o-mini", after_install=then)
+            assert answer == "Sunny in Paris."
         finally:
             instrumentor.uninstrument()
             await client.close()

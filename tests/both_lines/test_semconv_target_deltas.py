@@ -11,50 +11,31 @@ flowra has no workflow span, so only the checker's model shows it: test_semconv_
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 import pytest
-from flowra.llm import LLMResponse
+from flowra.llm import Usage
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from flowra_otel import OtelHooks
 from flowra_otel.core import semconv
-from tests.hook_registry.conftest import hooks_with
-from tests.hook_registry.flowra_support import (
-    ScriptedProvider,
-    get_weather,
-    run_tool_loop,
-    text_response,
-    tool_calls_response,
-    tool_loop_runtime,
-    tool_registry,
-    usage,
-)
+from tests.both_lines.line import MakeHooks, S, Step
 from tests.semconv_conformance import check_spans
 
-MakeHooks = Callable[..., OtelHooks]
 CACHE_WRITE = semconv.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS
 CACHE_READ = semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS
 OLD_CACHE_CREATION = "gen_ai.usage.cache_creation.input_tokens"
 
 
-def cached_answer() -> LLMResponse:
+def cached_answer() -> Step:
     """The final answer, 20 fresh input tokens, 3 read from the provider's cache and 2 written to it."""
-    return text_response("Sunny.", usage=usage(20, 7, cache_read=3, cache_creation=2))
+    cached = Usage(input_tokens=20, output_tokens=7, cache_read_input_tokens=3, cache_creation_input_tokens=2)
+    return S.answer("Sunny.", usage=cached)
 
 
 async def run(make_otel_hooks: MakeHooks, **options: Any) -> None:
-    """A tool loop with one tool call (10 in, 5 out), then the cached answer."""
-    provider = ScriptedProvider(
-        [
-            tool_calls_response([("call_1", "get_weather", {"city": "Paris"})], usage=usage(10, 5)),
-            cached_answer(),
-        ]
-    )
-    async with tool_registry(get_weather) as tools:
-        runtime = tool_loop_runtime(provider, tools, hooks_with(make_otel_hooks(**options)))
-        await run_tool_loop(runtime, "Weather in Paris?")
+    """The assistant calls a tool once (10 in, 5 out), then gives the cached answer."""
+    call = S.tool_calls(("call_1", "get_weather", {"city": "Paris"}), usage=Usage(input_tokens=10, output_tokens=5))
+    await S.weather_run(make_otel_hooks(**options), call, cached_answer())
 
 
 def spans_by_operation(exporter: InMemorySpanExporter, operation: str) -> list[dict[str, Any]]:

@@ -1,6 +1,4 @@
-"""Every number and value the plugin records reaches a real OTLP/HTTP receiver whole (flowra 0.0.86+).
-
-The counterpart of ``tests/hook_registry/test_numbers_fit_otlp.py``, on a ``TurnAgent`` run.
+"""Every number and value the plugin records reaches a real OTLP/HTTP receiver whole.
 
 OTLP carries ints as int64. One value beyond it costs more than itself: an int in a metric
 *exemplar* (recorded inside a sampled span, such as the app's request span) makes the protobuf
@@ -29,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from flowra.llm import AssistantMessage, LLMResponse, StopReason, TextBlock, ToolUseBlock, Usage
+from flowra.llm import Usage
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.metrics import MeterProvider
@@ -39,8 +37,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from flowra_otel import OtelHooks
 from flowra_otel.core import attributes, instruments, options, safety, semconv
+from tests.both_lines.line import S
 from tests.otlp_receiver import MetricsRequest, OtlpReceiver
-from tests.runtime_hooks.support import ScriptedProvider, get_weather, run_turn, turn_runtime
 
 BIG = 2**64 - 1
 INT64_MAX = 2**63 - 1
@@ -100,19 +98,12 @@ def huge_usage(cost: float = 1e308) -> Usage:
 
 
 async def run_in_app_span(p: Pipeline, hooks: OtelHooks, usage: Usage, metadata: dict[str, Any] | None = None) -> None:
-    """One turn (a tool call, then an answer) inside the app's sampled request span."""
-    call = ToolUseBlock(id="c1", name="get_weather", input={"city": "Oslo"})
-    provider = ScriptedProvider(
-        LLMResponse(messages=[AssistantMessage(blocks=[call])], stop_reason=StopReason.TOOL_USE, usage=usage),
-        LLMResponse(
-            messages=[AssistantMessage(blocks=[TextBlock(text="Cold.")])], stop_reason=StopReason.END_TURN, usage=usage
-        ),
-    )
-    runtime = turn_runtime(provider, get_weather)
-    hooks.install(runtime)
+    """One run (a tool call, then an answer) of the agent that does the work, inside the app's
+    sampled request span."""
+    call = S.tool_calls(("c1", "get_weather", {"city": "Oslo"}), usage=usage)
     with p.tracer_provider.get_tracer("app").start_as_current_span("request"):
-        result = await run_turn(runtime, "Oslo?", **(metadata or {}))
-    assert result.result_message is not None
+        answer = await S.weather_turn_run(hooks, call, S.answer("Cold.", usage=usage), text="Oslo?", metadata=metadata)
+    assert answer == "Cold."
 
 
 def exemplar_values(request: MetricsRequest) -> dict[str, list[int | float]]:
@@ -267,7 +258,7 @@ async def test_without_safe_text_an_unprintable_conversation_id_is_an_internal_e
     the plugin (logged as an internal error, once per event that carries the metadata; the run
     is unaffected) and no span gets an id."""
     monkeypatch.setattr(options, "safe_str", str)
-    caplog.flowra_otel_expected_errors = 2  # type: ignore[attr-defined]  # StartTurnEvent, MessageAcceptedEvent
+    caplog.flowra_otel_expected_errors = S.METADATA_EVENTS  # type: ignore[attr-defined]
     hooks = OtelHooks(
         tracer_provider=pipeline.tracer_provider,
         conversation_id=lambda metadata: Unprintable(),  # type: ignore[arg-type,return-value]

@@ -1,6 +1,4 @@
-"""When a function the user gave the plugin raises, its log line names the failure, never the value
-(flowra 0.0.86+; the old line's ``tests/hook_registry/test_a_failing_user_function_logs_no_content.py``
-makes the same assertions).
+"""When a function the user gave the plugin raises, its log line names the failure, never the value.
 
 ``redact=`` is called on content, and an exception raised there routinely echoes what it was given
 (``int("4111 1111 1111 1111")`` raises ``invalid literal for int() with base 10: '4111 1111 1111
@@ -17,38 +15,22 @@ number in the formatted log line.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from flowra.tools import tool
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from flowra_otel import OtelHooks
 from flowra_otel.core import content, semconv, tool_invocation
 from flowra_otel.core.bounded_json import REDACTION_FAILED
 from flowra_otel.testing import assert_no_leak
-from tests.conftest import secrets_in_logs
-from tests.runtime_hooks.conftest import SpanLedger, assert_all_ended
-from tests.runtime_hooks.support import (
-    CARD,
-    CustomerParams,
-    ScriptedProvider,
-    chat_runtime,
-    run_chat,
-    text_response,
-    tool_calls_response,
-)
+from tests.both_lines.line import MakeHooks, S
+from tests.conftest import SpanLedger, secrets_in_logs
 
-MakeHooks = Callable[..., OtelHooks]
+CARD = S.CARD
 
 EMAIL = "ada.lovelace@example.com"
-
-
-@tool("card_on_file")
-async def card_on_file(params: CustomerParams) -> str:
-    """The card on file for a customer."""
-    return f"{params.name}: card {CARD}"
 
 
 def strict_redact(text: str) -> str:
@@ -68,11 +50,8 @@ def path_name(path: str) -> str:
 
 
 async def run(otel: OtelHooks, **metadata: Any) -> None:
-    provider = ScriptedProvider(tool_calls_response(("c1", "card_on_file", {"name": "Ada"})), text_response("Ok."))
-    runtime = chat_runtime(provider, card_on_file)
-    otel.install(runtime)
-    result = await run_chat(runtime, "Card?", **metadata)
-    assert result.response == "Ok."
+    """``card_on_file`` (its result holds a card number) called once, then the answer."""
+    assert await S.card_run(otel, **metadata) == "Ok."
 
 
 def plugin_errors(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
@@ -93,7 +72,7 @@ async def test_a_raising_redactor_is_logged_by_type_and_place_only(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     await run(make_otel_hooks(capture_content=True, redact=strict_redact))
-    assert_all_ended(ledger, span_exporter)
+    S.assert_all_ended(ledger, span_exporter)
     # The span withholds what the redactor failed on.
     (tool,) = [s for s in span_exporter.get_finished_spans() if s.name == "execute_tool card_on_file"]
     assert REDACTION_FAILED in str((tool.attributes or {})[semconv.GEN_AI_TOOL_CALL_RESULT])
@@ -120,7 +99,7 @@ async def test_a_raising_conversation_id_or_name_function_is_logged_by_type_and_
     the default agent name."""
     otel = make_otel_hooks(capture_content=False, conversation_id=tenant_of, agent_name=path_name)
     await run(otel, customer_email=EMAIL)
-    assert_all_ended(ledger, span_exporter)
+    S.assert_all_ended(ledger, span_exporter)
     spans = span_exporter.get_finished_spans()
     assert all(semconv.GEN_AI_CONVERSATION_ID not in (s.attributes or {}) for s in spans)
     assert {s.name for s in spans if s.name.startswith("invoke_agent")} == {"invoke_agent assistant"}
@@ -177,7 +156,7 @@ async def test_an_internal_error_is_logged_by_type_and_frames_only(
     assert "could not record a tool result" in line and "(ValueError <- " in line
     assert f"{tool_invocation.__file__}:" in line and " in _a_bug_that_echoes_the_result" in line
     assert CARD not in line and "cannot record" not in line
-    assert_all_ended(ledger, span_exporter)
+    S.assert_all_ended(ledger, span_exporter)
 
 
 async def test_logging_an_internal_error_with_its_traceback_would_put_the_card_in_the_log(

@@ -11,17 +11,12 @@ fails is a warning without content, never the agent's problem.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from flowra.agent import AgentRuntime, Event
-from flowra.lib.turn.hook_events import AfterToolCallEvent
-from flowra.llm import TextBlock
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.trace import ReadableSpan
@@ -31,18 +26,9 @@ from flowra_otel import OtelHooks
 from flowra_otel.core import semconv
 from flowra_otel.core.secret_scan import scan_text
 from flowra_otel.testing import find_leaks
-from tests.runtime_hooks.support import (
-    CARD,
-    SSN,
-    ScriptedProvider,
-    chat_runtime,
-    lookup_customer,
-    run_chat,
-    text_response,
-    tool_calls_response,
-)
+from tests.both_lines.line import MakeHooks, S
 
-MakeHooks = Callable[..., OtelHooks]
+SSN, CARD = S.SSN, S.CARD
 MASK = "[MASKED]"
 REFS = (
     semconv.GEN_AI_INPUT_MESSAGES_REF,
@@ -69,30 +55,16 @@ def no_upload_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-def masked_result(event: Event[AfterToolCallEvent]) -> None:
-    result = event.data.result
-    blocks = [
-        dataclasses.replace(b, text=b.text.replace(SSN, MASK).replace(CARD, MASK)) if isinstance(b, TextBlock) else b
-        for b in result.content
-    ]
-    event.data.result = dataclasses.replace(result, content=blocks)
-
-
-def customer_runtime() -> AgentRuntime:
-    provider = ScriptedProvider(
-        tool_calls_response(("c1", "lookup_customer", {"name": "Ada"})), text_response("Ada is on file.")
-    )
-    runtime = chat_runtime(provider, lookup_customer)
-    runtime.hooks.on(AfterToolCallEvent, masked_result)
-    return runtime
+def masked(text: str) -> str:
+    """The app's own redaction (its hook on the tool result, before the plugin sees it)."""
+    return text.replace(SSN, MASK).replace(CARD, MASK)
 
 
 async def run(hooks: OtelHooks) -> str:
-    runtime = customer_runtime()
-    hooks.install(runtime)
-    result = await run_chat(runtime, "Look up Ada")
+    """The assistant looks the customer up (the app's redaction hook on its hooks), then answers."""
+    answer = await S.customer_run(hooks, S.answer("Ada is on file."), mask=masked)
     assert hooks.flush_uploads(5.0)
-    return result.response or ""
+    return answer or ""
 
 
 def chats(exporter: InMemorySpanExporter) -> list[dict[str, Any]]:

@@ -12,16 +12,13 @@ leak checks run over the received log records as over the spans.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from flowra.agent import AgentRuntime, Event
-from flowra.lib.turn.hook_events import AfterToolCallEvent
-from flowra.llm import LLMRequest, LLMResponse, TextBlock, ToolResultBlock, UserMessage
+from flowra.llm import LLMRequest, ToolResultBlock, Usage, UserMessage
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
@@ -32,20 +29,11 @@ from flowra_otel import OtelHooks
 from flowra_otel.core import semconv
 from flowra_otel.core.export import TelemetryHandles, configure_telemetry
 from flowra_otel.testing import find_leaks, find_log_leaks
+from tests.both_lines.line import MakeHooks, S, Step
 from tests.otlp_receiver import OtlpReceiver
-from tests.runtime_hooks.support import (
-    CARD,
-    SSN,
-    ScriptedProvider,
-    chat_runtime,
-    lookup_customer,
-    run_chat,
-    text_response,
-    tool_calls_response,
-)
 from tests.semconv_conformance import check_log_records
 
-MakeHooks = Callable[..., OtelHooks]
+SSN, CARD = S.SSN, S.CARD
 DETAILS = "gen_ai.client.inference.operation.details"
 MASK = "[MASKED]"
 SECRETS = (SSN, CARD)
@@ -63,17 +51,12 @@ ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 
 
 # ------------------------------------------------------------------------------------ the scenario
-def masked_result(event: Event[AfterToolCallEvent]) -> None:
+def masked(text: str) -> str:
     """The app's redaction hook: the customer record's SSN and card number masked."""
-    result = event.data.result
-    blocks = [
-        dataclasses.replace(b, text=b.text.replace(SSN, MASK).replace(CARD, MASK)) if isinstance(b, TextBlock) else b
-        for b in result.content
-    ]
-    event.data.result = dataclasses.replace(result, content=blocks)
+    return text.replace(SSN, MASK).replace(CARD, MASK)
 
 
-def echo_record(request: LLMRequest) -> LLMResponse:
+def echo_record(request: LLMRequest) -> Step:
     """The model's answer quotes the record it was given (so the output carries it too)."""
     (given,) = [
         b
@@ -82,16 +65,12 @@ def echo_record(request: LLMRequest) -> LLMResponse:
         for b in m.blocks
         if isinstance(b, ToolResultBlock) and b.tool_use_id == "c1"
     ]
-    text = "".join(b.text for b in given.content if isinstance(b, TextBlock))
-    return text_response(f"On file: {text}")
+    return S.answer(f"On file: {S.tool_result_text(given)}", usage=Usage(input_tokens=10, output_tokens=5))
 
 
-def customer_runtime(*, redact: bool = True) -> AgentRuntime:
-    provider = ScriptedProvider(tool_calls_response(("c1", "lookup_customer", {"name": "Ada"})), echo_record)
-    runtime = chat_runtime(provider, lookup_customer)
-    if redact:
-        runtime.hooks.on(AfterToolCallEvent, masked_result)
-    return runtime
+async def run_customer(hooks: OtelHooks, *, redact: bool = True) -> str | None:
+    """The assistant looks the customer up (the app's redaction hook on its hooks) and quotes the record."""
+    return await S.customer_run(hooks, echo_record, mask=masked if redact else None)
 
 
 EXPECTED_ANSWER = f"On file: Ada: SSN {MASK}, card {MASK}"
@@ -178,10 +157,7 @@ async def test_event_only_puts_every_content_in_the_events_and_none_on_any_span(
             meter_provider=meter_provider,
             logger_provider=handles.logger_provider,
         )
-        runtime = customer_runtime()
-        hooks.install(runtime)
-        result = await run_chat(runtime, "Look up Ada")
-        assert result.response == EXPECTED_ANSWER
+        assert await run_customer(hooks) == EXPECTED_ANSWER
         assert handles.force_flush()
         records = receiver.wait_for_log_records(2)
     finally:
@@ -249,9 +225,7 @@ async def test_without_the_redaction_hook_the_leak_check_finds_the_secret_in_the
             meter_provider=meter_provider,
             logger_provider=handles.logger_provider,
         )
-        runtime = customer_runtime(redact=False)
-        hooks.install(runtime)
-        await run_chat(runtime, "Look up Ada")
+        await run_customer(hooks, redact=False)
         assert handles.force_flush()
         records = receiver.wait_for_log_records(2)
     finally:
@@ -279,9 +253,7 @@ async def test_span_and_event_records_the_same_content_in_both(
             meter_provider=meter_provider,
             logger_provider=handles.logger_provider,
         )
-        runtime = customer_runtime()
-        hooks.install(runtime)
-        await run_chat(runtime, "Look up Ada")
+        await run_customer(hooks)
         assert handles.force_flush()
         records = receiver.wait_for_log_records(2)
     finally:
@@ -336,9 +308,7 @@ async def test_each_content_mode_puts_content_where_it_says(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     logger_provider, log_exporter = memory_logs()
-    runtime = customer_runtime()
-    make_otel_hooks(logger_provider=logger_provider, **options).install(runtime)
-    await run_chat(runtime, "Look up Ada")
+    await run_customer(make_otel_hooks(logger_provider=logger_provider, **options))
     records = log_exporter.get_finished_logs()
     assert bool(content_on_spans(span_exporter)) is on_spans
     assert [r.log_record.event_name for r in records] == ([DETAILS, DETAILS] if events else [])
@@ -361,9 +331,7 @@ async def test_an_unknown_environment_value_warns_and_records_no_content(
 ) -> None:
     monkeypatch.setenv(ENV, "EVENTS_PLEASE")
     logger_provider, log_exporter = memory_logs()
-    runtime = customer_runtime()
-    make_otel_hooks(logger_provider=logger_provider).install(runtime)
-    await run_chat(runtime, "Look up Ada")
+    await run_customer(make_otel_hooks(logger_provider=logger_provider))
     assert content_on_spans(span_exporter) == {}
     assert log_exporter.get_finished_logs() == ()
     assert any("EVENTS_PLEASE" in r.getMessage() for r in caplog.records if r.name == "flowra_otel.options")
@@ -375,17 +343,15 @@ async def test_event_content_goes_through_redact_the_secret_patterns_and_the_siz
 ) -> None:
     key = "sk-" + "a1b2c3d4" * 4
     long_text = "word " * 400
-    provider = ScriptedProvider(text_response(f"Your key {key} works. {long_text}"))
-    runtime = chat_runtime(provider)
     logger_provider, log_exporter = memory_logs()
-    make_otel_hooks(
+    hooks = make_otel_hooks(
         capture_content="event_only",
         logger_provider=logger_provider,
         redact=lambda text: text.replace("Ada", "[NAME]"),
         redact_secrets=True,
         max_content_length=400,
-    ).install(runtime)
-    await run_chat(runtime, f"I am Ada, my key is {key}")
+    )
+    await S.plain_run(hooks, S.answer(f"Your key {key} works. {long_text}"), text=f"I am Ada, my key is {key}")
     (record,) = log_exporter.get_finished_logs()
     attrs = dict(record.log_record.attributes or {})
     inputs = plain(attrs[semconv.GEN_AI_INPUT_MESSAGES])
@@ -404,11 +370,10 @@ async def test_event_content_goes_through_redact_the_secret_patterns_and_the_siz
 async def test_a_failed_call_has_an_event_with_its_input_and_error_type(
     make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter
 ) -> None:
-    runtime = chat_runtime(ScriptedProvider(RuntimeError("model down")))
     logger_provider, log_exporter = memory_logs()
-    make_otel_hooks(capture_content="event_only", logger_provider=logger_provider).install(runtime)
-    with pytest.raises(Exception):  # noqa: B017 - whatever flowra makes of the provider's failure
-        await run_chat(runtime, "Hello")
+    hooks = make_otel_hooks(capture_content="event_only", logger_provider=logger_provider)
+    with pytest.raises(RuntimeError, match="model down"):
+        await S.plain_run(hooks, RuntimeError("model down"), text="Hello")
     (chat,) = chat_spans(span_exporter)
     (record,) = log_exporter.get_finished_logs()
     attrs = dict(record.log_record.attributes or {})

@@ -15,27 +15,14 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from flowra_otel import OtelHooks
 from flowra_otel.core import semconv
-from tests.runtime_hooks.conftest import traced
-from tests.runtime_hooks.support import (
-    ScriptedProvider,
-    chat_runtime,
-    get_weather,
-    research_runtime,
-    run_chat,
-    text_response,
-    tool_calls_response,
-)
-
-MakeHooks = Callable[..., OtelHooks]
+from tests.both_lines.line import MakeHooks, S
 
 
 async def weather_chat(make_otel_hooks: MakeHooks, **metadata: Any) -> None:
     options = metadata.pop("options", {})
-    provider = ScriptedProvider(tool_calls_response(("c1", "get_weather", {"city": "Paris"})), text_response("Sunny."))
-    runtime = traced(make_otel_hooks, chat_runtime(provider, get_weather), **options)
-    await run_chat(runtime, "Weather in Paris?", **metadata)
+    call = S.tool_calls(("c1", "get_weather", {"city": "Paris"}))
+    await S.weather_run(make_otel_hooks(**options), call, S.answer("Sunny."), metadata=metadata)
 
 
 def by_span(exporter: InMemorySpanExporter, key: str) -> dict[str, Any]:
@@ -83,7 +70,7 @@ async def test_the_user_id_option(
 @pytest.mark.parametrize(
     "option",
     [
-        pytest.param({"assistant/turn": "2026.11.1"}, id="mapping-by-path"),
+        pytest.param({S.AGENT_PATH: "2026.11.1"}, id="mapping-by-path"),
         pytest.param(lambda path: "2026.11.1" if path.startswith("assistant") else None, id="function-of-path"),
     ],
 )
@@ -101,18 +88,13 @@ async def test_the_agent_version_option_goes_on_that_agents_span_only(
 async def test_each_agent_gets_its_own_version_and_none_without_one(
     make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter
 ) -> None:
-    provider = ScriptedProvider(
-        tool_calls_response(("c1", "research", {"question": "Why?"})), text_response("Because.")
-    )
-    researcher = ScriptedProvider(text_response("Found it."))
-    runtime = traced(make_otel_hooks, research_runtime(provider, researcher), agent_version={"assistant/turn": "3"})
-    await run_chat(runtime, "Research this")
+    await S.research_run(make_otel_hooks(agent_version={S.AGENT_PATH: "3"}))
     versions = {
         str((s.attributes or {})[semconv.FLOWRA_AGENT_PATH]): (s.attributes or {}).get(semconv.GEN_AI_AGENT_VERSION)
         for s in span_exporter.get_finished_spans()
         if s.name.startswith("invoke_agent")
     }
-    assert versions == {"assistant/turn": "3", "researcher": None, "researcher/turn": None}
+    assert versions == {path: "3" if path == S.AGENT_PATH else None for path in S.RESEARCH_AGENT_PATHS}
 
 
 async def test_no_agent_version_by_default(make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter) -> None:

@@ -1,0 +1,245 @@
+"""The scenarios of ``tests/both_lines/`` on flowra 0.0.86 - 0.0.93: flowra's ``ChatAgent`` /
+``TurnAgent`` on an ``AgentRuntime`` with the plugin installed on it (the same names as
+``tests/hook_registry/scenarios.py``; the protocol is ``tests.both_lines.line.Scenarios``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from flowra.agent import AgentRuntime, Event
+from flowra.lib.turn import TurnAgent, TurnConfig, TurnResult
+from flowra.lib.turn.hook_events import AfterToolCallEvent
+from flowra.llm import (
+    AssistantMessage,
+    ContentComplete,
+    LLMProvider,
+    LLMRequest,
+    LLMResponse,
+    StopReason,
+    StreamEvent,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
+from flowra.tools import tool
+from openai import AsyncOpenAI
+
+from flowra_otel import OtelHooks
+from flowra_otel.adapters.runtime_hooks.messages import MESSAGES as _MESSAGES
+from flowra_otel.core.content import MessageReader
+from tests.runtime_hooks import conftest as line_conftest
+from tests.runtime_hooks import support
+from tests.runtime_hooks.support import (
+    CustomerParams,
+    Script,
+    ScriptedProvider,
+    chat_runtime,
+    get_weather,
+    llm_config,
+    lookup_customer,
+    registry,
+    research_runtime,
+    run_chat,
+    run_turn,
+    system,
+    turn_runtime,
+    usage,
+)
+
+assert_all_ended = line_conftest.assert_all_ended
+LINE = "runtime_hooks"
+AGENT_PATH = "assistant/turn"
+"""The ``ChatAgent`` ``assistant`` has its ``TurnAgent`` child do the work: that one's span is
+``invoke_agent assistant``."""
+RESEARCH_AGENT_PATHS = frozenset({"assistant/turn", "researcher", "researcher/turn"})
+METADATA_EVENTS = 2
+"""``StartTurnEvent`` and ``MessageAcceptedEvent`` carry the spec's metadata."""
+MESSAGES: MessageReader = _MESSAGES
+SSN = support.SSN
+CARD = support.CARD
+
+
+# ----------------------------------------------------------------------------------- responses
+def answer(text: str, *, usage: Usage | None = None) -> Script:
+    return _response([TextBlock(text=text)], StopReason.END_TURN, usage)
+
+
+def tool_calls(*calls: tuple[str, str, dict[str, Any]], text: str | None = None, usage: Usage | None = None) -> Script:
+    blocks: list[Any] = [TextBlock(text=text)] if text else []
+    blocks += [ToolUseBlock(id=call_id, name=name, input=arguments) for call_id, name, arguments in calls]
+    return _response(blocks, StopReason.TOOL_USE, usage)
+
+
+def _response(blocks: list[Any], stop_reason: StopReason, given: Usage | None) -> LLMResponse:
+    return LLMResponse(
+        messages=[AssistantMessage(blocks=blocks)],
+        stop_reason=stop_reason,
+        usage=given if given is not None else usage(),
+    )
+
+
+def tool_result_block(tool_use_id: str, text: str) -> ToolResultBlock:
+    return ToolResultBlock(tool_use_id=tool_use_id, content=[TextBlock(text=text)])
+
+
+def tool_result_text(block: Any) -> str:
+    assert isinstance(block, ToolResultBlock)
+    return "".join(b.text for b in block.content if isinstance(b, TextBlock))
+
+
+# --------------------------------------------------------------------------------------- tools
+@tool("card_on_file")
+async def card_on_file(params: CustomerParams) -> str:
+    """The card on file for a customer."""
+    return f"{params.name}: card {CARD}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class NoteParams:
+    note: str = ""
+
+
+def note_tools(count: int, rng: random.Random | None = None) -> list[Any]:
+    made = []
+    for i in range(count):
+        words = rng.randint(1, 60) if rng is not None else 8
+
+        async def note(params: NoteParams) -> str:
+            return params.note
+
+        made.append(tool(f"tool_{i:03d}", " ".join(["Keeps a note about the customer account."] * words))(note))
+    return made
+
+
+class OpenAIChatProvider(LLMProvider):
+    """A minimal app-written provider on the real openai client (flowra 0.0.93's own OpenAI
+    provider needs httpx2, which this environment lacks): one ``chat.completions.create`` per
+    call, the SDK call inside the LLM call as flowra's providers make it."""
+
+    def __init__(self, client: AsyncOpenAI) -> None:
+        self.client = client
+
+    async def call(self, request: LLMRequest) -> LLMResponse:
+        completion = await self.client.chat.completions.create(
+            model=request.model, messages=[{"role": "user", "content": "Weather in Paris?"}]
+        )
+        choice = completion.choices[0]
+        blocks: list[Any] = [
+            ToolUseBlock(id=c.id, name=c.function.name, input=json.loads(c.function.arguments))
+            for c in choice.message.tool_calls or ()
+            if c.type == "function"
+        ]
+        if choice.message.content:
+            blocks.append(TextBlock(text=choice.message.content))
+        usage = completion.usage
+        return LLMResponse(
+            messages=[AssistantMessage(blocks=blocks)],
+            stop_reason=StopReason.TOOL_USE if choice.finish_reason == "tool_calls" else StopReason.END_TURN,
+            usage=Usage(
+                input_tokens=usage.prompt_tokens if usage else 0, output_tokens=usage.completion_tokens if usage else 0
+            ),
+        )
+
+    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
+        yield ContentComplete(response=await self.call(request))
+
+
+def openai_provider(client: AsyncOpenAI) -> LLMProvider:
+    return OpenAIChatProvider(client)
+
+
+# ---------------------------------------------------------------------------------------- runs
+async def weather_run(
+    otel: OtelHooks, *steps: Script, text: str = "Weather in Paris?", metadata: Mapping[str, Any] | None = None
+) -> str | None:
+    runtime = chat_runtime(ScriptedProvider(*steps), get_weather)
+    otel.install(runtime)
+    return (await run_chat(runtime, text, **(metadata or {}))).response
+
+
+async def weather_turn_run(
+    otel: OtelHooks, *steps: Script, text: str, metadata: Mapping[str, Any] | None = None
+) -> str | None:
+    runtime = turn_runtime(ScriptedProvider(*steps), get_weather)
+    otel.install(runtime)
+    return _text(await run_turn(runtime, text, **(metadata or {})))
+
+
+async def plain_run(otel: OtelHooks, *steps: Script, text: str) -> str | None:
+    runtime = chat_runtime(ScriptedProvider(*steps))
+    otel.install(runtime)
+    return (await run_chat(runtime, text)).response
+
+
+async def card_run(otel: OtelHooks, **metadata: Any) -> str | None:
+    runtime = chat_runtime(
+        ScriptedProvider(tool_calls(("c1", "card_on_file", {"name": "Ada"})), answer("Ok.")), card_on_file
+    )
+    otel.install(runtime)
+    return (await run_chat(runtime, "Card?", **metadata)).response
+
+
+async def customer_run(
+    otel: OtelHooks, final: Script, *, mask: Callable[[str], str] | None, text: str = "Look up Ada"
+) -> str | None:
+    runtime = chat_runtime(
+        ScriptedProvider(tool_calls(("c1", "lookup_customer", {"name": "Ada"})), final), lookup_customer
+    )
+    if mask is not None:
+        masking = mask
+
+        def masked_result(event: Event[AfterToolCallEvent]) -> None:
+            """The app's own redaction hook: it rewrites the tool result flowra hands on."""
+            result = event.data.result
+            blocks = [
+                dataclasses.replace(b, text=masking(b.text)) if isinstance(b, TextBlock) else b for b in result.content
+            ]
+            event.data.result = dataclasses.replace(result, content=blocks)
+
+        runtime.hooks.on(AfterToolCallEvent, masked_result)
+    otel.install(runtime)
+    return (await run_chat(runtime, text)).response
+
+
+async def research_run(otel: OtelHooks) -> str | None:
+    provider = ScriptedProvider(tool_calls(("c1", "research", {"question": "Why?"})), answer("Because."))
+    runtime = research_runtime(provider, ScriptedProvider(answer("Found it.")))
+    otel.install(runtime)
+    return (await run_chat(runtime, "Research this")).response
+
+
+async def budget_run(otel: OtelHooks, steps: Sequence[Script], offered: list[Any], text: str, prompt: str) -> None:
+    provider = ScriptedProvider(*steps)
+    config = TurnConfig(llm_config=llm_config(provider), system=system(prompt), history=[], tools=registry(*offered))
+    runtime = AgentRuntime(agents={"assistant": TurnAgent}, services={TurnConfig: config})
+    otel.install(runtime)
+    await run_turn(runtime, text)
+
+
+async def provider_weather_run(
+    provider: LLMProvider, otel: OtelHooks | None, *, model: str, after_install: Callable[[], None] = lambda: None
+) -> str | None:
+    runtime = chat_runtime(provider, get_weather, model=model)
+    if otel is not None:
+        otel.install(runtime)
+    after_install()
+    return (await run_chat(runtime, "Weather in Paris?")).response
+
+
+def _text(result: TurnResult) -> str | None:
+    message = result.result_message
+    if message is None:
+        return None
+    return "\n".join(b.text for b in message.blocks if isinstance(b, TextBlock))
+
+
+if TYPE_CHECKING:  # mypy, on this line: this module is what tests/both_lines/ expects
+    import tests.runtime_hooks.scenarios as _this  # noqa: PLW0406 - checked against the protocol
+    from tests.both_lines.line import Scenarios
+
+    _: Scenarios = _this
