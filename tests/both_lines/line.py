@@ -11,6 +11,7 @@ line's mypy run). A difference between the lines stays explicit there: a constan
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import random
 from collections.abc import Callable, Mapping, Sequence
@@ -31,6 +32,19 @@ type Step = Any
 or a function of the request."""
 type ToolCall = tuple[str, str, dict[str, Any]]
 """``(call_id, tool_name, arguments)``."""
+type ToolHook = Callable[[Any], None]
+"""An app's ``BeforeToolCallEvent`` handler (it gets the ``Event``)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ToolRun:
+    """What the model saw of a run's tool calls (the ``scenarios`` modules build it: defined
+    before ``S`` is imported below)."""
+
+    errors: list[bool]
+    """Whether each tool result the model was given is an error, in order."""
+    requests: list[list[Any]]
+    """The messages of each request the model got, in order."""
 
 
 class Scenarios(Protocol):
@@ -48,6 +62,9 @@ class Scenarios(Protocol):
     SSN: str
     CARD: str
     """The secrets in the records of ``card_on_file`` and ``lookup_customer``."""
+    HOOK_ORDERS: tuple[bool, ...]
+    """The ``handlers_first`` values ``tool_hook_run`` is tested with on this line: the app's hooks
+    after the plugin (False) and, on 0.0.3 - 0.0.8's ``HookRegistry``, before it too (True)."""
 
     def assert_all_ended(self, ledger: SpanLedger, exporter: InMemorySpanExporter) -> None:
         """Every started span ended once and was exported, and nothing of the run is still current."""
@@ -112,6 +129,21 @@ class Scenarios(Protocol):
     async def research_run(self, otel: OtelHooks) -> str | None:
         """The assistant calls the ``research`` agent (an agent as a tool, with its own model:
         "Found it."), then answers "Because."."""
+        ...
+
+    async def tool_hook_run(
+        self,
+        otel: OtelHooks,
+        *calls: ToolCall,
+        handlers: Sequence[ToolHook] = (),
+        handlers_first: bool = False,
+        text: str = ...,
+        final: str = ...,
+    ) -> ToolRun:
+        """The agent ``assistant`` with ``get_weather`` asked ``text``: the model makes ``calls``,
+        then answers ``final`` (the run completes, every scripted response used); ``handlers``: the
+        app's ``BeforeToolCallEvent`` hooks, registered after ``otel`` (before it with
+        ``handlers_first``)."""
         ...
 
     async def budget_run(

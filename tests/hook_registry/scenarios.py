@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from flowra.agent import Event, HookRegistry
-from flowra.lib.tool_loop import AfterToolCallEvent, ToolLoopStatus
+from flowra.lib.tool_loop import AfterToolCallEvent, BeforeToolCallEvent, ToolLoopStatus
 from flowra.llm import LLMProvider, ToolResultBlock, Usage
 from flowra.tools import LocalTool, ToolDefinition, ToolExecutionContext, ToolResult
 from openai import AsyncOpenAI
@@ -19,6 +19,7 @@ from openai import AsyncOpenAI
 from flowra_otel import OtelHooks
 from flowra_otel.adapters.hook_registry.messages import MESSAGES as _MESSAGES
 from flowra_otel.core.content import MessageReader
+from tests.both_lines.line import ToolRun
 from tests.hook_registry import conftest as line_conftest
 from tests.hook_registry.conftest import hooks_with
 from tests.hook_registry.flowra_support import (
@@ -34,6 +35,7 @@ from tests.hook_registry.flowra_support import (
     tool_calls_response,
     tool_loop_runtime,
     tool_registry,
+    tool_results,
     usage,
 )
 
@@ -44,6 +46,8 @@ RESEARCH_AGENT_PATHS = frozenset({"assistant", "research/tool_loop"})
 METADATA_EVENTS = 1
 """The tool loop's start event carries the spec (and its metadata)."""
 MESSAGES: MessageReader = _MESSAGES
+HOOK_ORDERS: tuple[bool, ...] = (False, True)
+"""The app's hooks in the ``HookRegistry`` after the plugin, and before it."""
 
 SSN = "123-45-6789"
 CARD = "4111 1111 1111 1111"
@@ -161,6 +165,31 @@ async def research_run(otel: OtelHooks) -> str | None:
             researcher=ResearcherSetup(provider=researcher, registry=researcher_tools),
         )
         return final_text(await run_tool_loop(runtime, "Research this"))
+
+
+async def tool_hook_run(
+    otel: OtelHooks,
+    *calls: tuple[str, str, dict[str, Any]],
+    handlers: Sequence[Callable[[Any], None]] = (),
+    handlers_first: bool = False,
+    text: str = "Pay the bill, then weather?",
+    final: str = "Done.",
+) -> ToolRun:
+    registry = HookRegistry()
+    if not handlers_first:
+        registry.add(otel)
+    for handler in handlers:
+        registry.on(BeforeToolCallEvent, handler)
+    if handlers_first:
+        registry.add(otel)
+    provider = ScriptedProvider([tool_calls(*calls), answer(final)])
+    async with tool_registry(get_weather) as tools:
+        result = await run_tool_loop(tool_loop_runtime(provider, tools, registry), text)
+    assert result.status == ToolLoopStatus.COMPLETED
+    provider.assert_exhausted()
+    return ToolRun(
+        errors=[r.is_error for r in tool_results(result)], requests=[list(r.messages) for r in provider.requests]
+    )
 
 
 async def budget_run(otel: OtelHooks, steps: Sequence[ScriptStep], offered: list[Any], text: str, prompt: str) -> None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowra.agent import AgentRuntime, Event
 from flowra.lib.turn import TurnAgent, TurnConfig, TurnResult
-from flowra.lib.turn.hook_events import AfterToolCallEvent
+from flowra.lib.turn.hook_events import AfterToolCallEvent, BeforeToolCallEvent
 from flowra.llm import (
     AssistantMessage,
     ContentComplete,
@@ -32,6 +32,7 @@ from openai import AsyncOpenAI
 from flowra_otel import OtelHooks
 from flowra_otel.adapters.runtime_hooks.messages import MESSAGES as _MESSAGES
 from flowra_otel.core.content import MessageReader
+from tests.both_lines.line import ToolRun
 from tests.runtime_hooks import conftest as line_conftest
 from tests.runtime_hooks import support
 from tests.runtime_hooks.support import (
@@ -60,6 +61,9 @@ RESEARCH_AGENT_PATHS = frozenset({"assistant/turn", "researcher", "researcher/tu
 METADATA_EVENTS = 2
 """``StartTurnEvent`` and ``MessageAcceptedEvent`` carry the spec's metadata."""
 MESSAGES: MessageReader = _MESSAGES
+HOOK_ORDERS: tuple[bool, ...] = (False, True)
+"""The app's hooks after the plugin, and before it (``runtime.hooks.on`` before ``otel.install``):
+the tracing acts after every handler whatever the order."""
 SSN = support.SSN
 CARD = support.CARD
 
@@ -211,6 +215,31 @@ async def research_run(otel: OtelHooks) -> str | None:
     runtime = research_runtime(provider, ScriptedProvider(answer("Found it.")))
     otel.install(runtime)
     return (await run_chat(runtime, "Research this")).response
+
+
+async def tool_hook_run(
+    otel: OtelHooks,
+    *calls: tuple[str, str, dict[str, Any]],
+    handlers: Sequence[Callable[[Any], None]] = (),
+    handlers_first: bool = False,
+    text: str = "Pay the bill, then weather?",
+    final: str = "Done.",
+) -> ToolRun:
+    provider = ScriptedProvider(tool_calls(*calls), answer(final))
+    runtime = chat_runtime(provider, get_weather)
+    if not handlers_first:
+        otel.install(runtime)
+    for handler in handlers:
+        runtime.hooks.on(BeforeToolCallEvent, handler)
+    if handlers_first:
+        otel.install(runtime)
+    await run_chat(runtime, text)
+    assert not provider.script, provider.script
+    given = provider.requests[1].messages
+    return ToolRun(
+        errors=[b.is_error for m in given for b in m.blocks if isinstance(b, ToolResultBlock)],
+        requests=[list(r.messages) for r in provider.requests],
+    )
 
 
 async def budget_run(otel: OtelHooks, steps: Sequence[Script], offered: list[Any], text: str, prompt: str) -> None:

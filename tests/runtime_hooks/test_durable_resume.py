@@ -23,11 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import shutil
-import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,17 +32,31 @@ import pytest
 from flowra.agent import AgentRuntime, ChangeSet, FileSessionStorage
 from flowra.lib.chat import ChatResult
 from flowra.tools import tool
-from opentelemetry.context import Context
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace import Span as SdkSpan
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from flowra_otel import OtelHooks
 from flowra_otel.adapters.runtime_hooks import tracing
 from flowra_otel.adapters.runtime_hooks.durable import KEY_PREFIX, EphemeralLinkStore
 from flowra_otel.adapters.runtime_hooks.frames import RunScope
-from flowra_otel.core import durable_link, semconv
 from tests import span_tree
+from tests.both_lines import durable_resume as durable
+from tests.both_lines.durable_resume import (
+    AGENT_RESUMED,
+    CHAT,
+    CID,
+    RESUMED,
+    SESSION,
+    Announce,
+    Crashed,
+    assert_died_in_the_tool,
+    assert_kept_link,
+    assert_one_linked_continuation,
+    ids,
+    names,
+    records,
+    resumed_tree,
+)
 from tests.runtime_hooks.conftest import SpanLedger, assert_all_ended, traced
 from tests.runtime_hooks.support import (
     CityParams,
@@ -61,13 +72,6 @@ from tests.runtime_hooks.support import (
 
 MakeHooks = Callable[..., OtelHooks]
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SESSION = "s1"
-CHAT = "chat sonnet-4-5"
-CID = semconv.GEN_AI_CONVERSATION_ID
-RESUMED = durable_link.RESUMED
-AGENT_RESUMED = semconv.FLOWRA_AGENT_RESUMED
-
 
 # ================================================================================ the dying process
 class Crash:
@@ -81,39 +85,22 @@ class Crash:
 async def checkpoint(params: CityParams, crash: Crash) -> str:
     """Save progress."""
     if crash.armed:  # flowra saved the run after its previous cycle; the process dies mid-tool
-        print(json.dumps({"event": "dying"}), flush=True)
-        os._exit(0)
+        durable.dying()
     return f"{params.city} saved"
 
 
-class OneKeyLinkStore:
-    """The design the plugin avoids (for the negative checks): one link for every run, kept in
-    *persistent* state (it survives the run), under one key; ``keeps_none=False`` also leaves
-    out a conversation id of None (FileSessionStorage merges the values it saves)."""
+class OneKeyLinkStore(durable.OneKeyLinkStore):
+    """The design the plugin avoids (``tests.both_lines.durable_resume``), kept in *persistent*
+    state: it survives the run."""
 
-    KEY = "__flowra_otel"
-    keeps_none = True
-
-    def __init__(self, storage: Any, root_node_id: str) -> None:
-        self.storage = storage
-
-    async def save(self, state: dict[str, Any]) -> None:
-        scalars = state if self.keeps_none else {k: v for k, v in state.items() if v is not None}
+    async def write(self, scalars: dict[str, Any]) -> None:
         await self.storage.save(self.KEY, ChangeSet(scalars=scalars, appends={}))
 
-    async def load(self) -> dict[str, Any] | None:
-        state = await self.storage.load(self.KEY)
-        return dict(state) if isinstance(state, dict) else None
+    async def read(self) -> Any:
+        return await self.storage.load(self.KEY)
 
 
-class DropsNoneLinkStore(OneKeyLinkStore):
-    keeps_none = False
-
-
-ONE_KEY_STORES: dict[str, type[OneKeyLinkStore]] = {
-    "one_key": OneKeyLinkStore,
-    "one_key_drops_none": DropsNoneLinkStore,
-}
+ONE_KEY_STORES = durable.one_key_stores(OneKeyLinkStore)
 
 
 def durable_runtime(base: str, *, sub_agent: bool, crash: bool, main: list[Any], researcher: list[Any]) -> AgentRuntime:
@@ -131,28 +118,6 @@ def durable_runtime(base: str, *, sub_agent: bool, crash: bool, main: list[Any],
         services={**services, ResearcherSetup: setup},
         storage=storage,
     )
-
-
-def span_record(span: SdkSpan | ReadableSpan) -> dict[str, Any]:
-    ctx, parent = span.get_span_context(), span.parent
-    assert ctx is not None
-    return {
-        "name": span.name,
-        "trace_id": f"{ctx.trace_id:032x}",
-        "span_id": f"{ctx.span_id:016x}",
-        "parent_id": f"{parent.span_id:016x}" if parent is not None else None,
-        "attributes": dict(span.attributes or {}),
-    }
-
-
-class Announce(SpanProcessor):
-    """Prints every span as it starts and as it ends."""
-
-    def on_start(self, span: SdkSpan, parent_context: Context | None = None) -> None:
-        print(json.dumps({"event": "start", **span_record(span)}), flush=True)
-
-    def on_end(self, span: ReadableSpan) -> None:
-        print(json.dumps({"event": "end", **span_record(span)}), flush=True)
 
 
 CHECKPOINT_CALL = tool_calls_response(("c1", "checkpoint", {"city": "Rome"}))
@@ -192,46 +157,9 @@ if __name__ == "__main__":
 
 
 # ================================================================================ helpers
-Lines = list[dict[str, Any]]
-
-
 @pytest.fixture(scope="module")
-def crashed(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, Path], Lines]:
-    """``crashed(scenario, into)``: the session storage of a run that died in ``scenario``,
-    copied into ``into``, and the dying process's span records (each scenario dies once per
-    module; every test resumes its own copy)."""
-    done: dict[str, tuple[Path, Lines]] = {}
-
-    def crash(scenario: str, into: Path) -> Lines:
-        if scenario not in done:
-            base = tmp_path_factory.mktemp("crashed")
-            proc = subprocess.run(
-                [sys.executable, "-m", "tests.runtime_hooks.test_durable_resume", scenario, str(base)],
-                cwd=REPO_ROOT,
-                env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
-                capture_output=True,
-                text=True,
-                timeout=60,
-                check=False,
-            )
-            assert proc.returncode == 0, proc.stderr
-            assert "flowra_otel" not in proc.stderr, proc.stderr  # the plugin logged no internal error
-            lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-            assert lines[-1] == {"event": "dying"}, proc.stdout
-            done[scenario] = (base, lines)
-        base, lines = done[scenario]
-        shutil.copytree(base, into, dirs_exist_ok=True)
-        return lines
-
-    return crash
-
-
-def records(lines: Lines, event: str) -> Lines:
-    return [line for line in lines if line["event"] == event]
-
-
-def names(lines: Lines) -> list[str]:
-    return [line["name"] for line in lines]
+def crashed(tmp_path_factory: pytest.TempPathFactory) -> Crashed:
+    return durable.crashed_runs(tmp_path_factory, "tests.runtime_hooks.test_durable_resume")
 
 
 def storage(base: Path) -> FileSessionStorage:
@@ -243,63 +171,18 @@ async def kept_link(base: Path, node_id: str = "r1") -> dict[str, Any] | None:
     return await EphemeralLinkStore(storage(base), node_id).load()
 
 
-def resumed_tree(
-    exporter: InMemorySpanExporter, keys: tuple[str, ...] = (CID, RESUMED, AGENT_RESUMED)
-) -> list[span_tree.Node]:
-    return span_tree.build(exporter.get_finished_spans(), keys)
-
-
-def ids(node: span_tree.Node) -> tuple[int, int]:
-    assert node.span is not None and node.span.context is not None
-    return node.span.context.trace_id, node.span.context.span_id
-
-
-def links_of(node: span_tree.Node) -> list[tuple[str, str, Mapping[str, Any]]]:
-    assert node.span is not None
-    return [
-        (f"{link.context.trace_id:032x}", f"{link.context.span_id:016x}", dict(link.attributes or {}))
-        for link in node.span.links
-    ]
-
-
-def assert_one_linked_continuation(exporter: InMemorySpanExporter, paused_root: dict[str, Any]) -> span_tree.Node:
-    """One new trace, whose root links to the dead run's root span and is not its child."""
-    roots = resumed_tree(exporter)
-    assert len(roots) == 1, span_tree.shape(roots)
-    (root,) = roots
-    assert root.span is not None and root.span.parent is None
-    trace_id, _ = ids(root)
-    assert f"{trace_id:032x}" != paused_root["trace_id"]  # linked, not a late child of a span that is gone
-    assert links_of(root) == [
-        (paused_root["trace_id"], paused_root["span_id"], {durable_link.LINK_TYPE: durable_link.LINK_RESUMED_FROM})
-    ]
-    assert {s.context.trace_id for s in exporter.get_finished_spans() if s.context} == {trace_id}
-    return root
-
-
 # ================================================================================ resume after a crash in a tool
 async def test_a_run_that_died_in_a_tool_resumes_linked_to_its_trace(
-    crashed: Callable[[str, Path], Lines],
+    crashed: Crashed,
     tmp_path: Path,
     make_otel_hooks: MakeHooks,
     span_exporter: InMemorySpanExporter,
     ledger: SpanLedger,
 ) -> None:
-    lines = crashed("tool", tmp_path)
-    started = records(lines, "start")
-    assert names(started) == ["invoke_agent assistant", CHAT, "execute_tool checkpoint"]
-    assert names(records(lines, "end")) == [CHAT]  # the rest died open
-    paused_root = started[0]
-    assert paused_root["parent_id"] is None
-    assert [s["attributes"].get(CID) for s in started[1:]] == ["conv-42"] * 2
-
+    paused_root = assert_died_in_the_tool(crashed("tool", tmp_path))
     # What the plugin kept for the next process: in the storage's ephemeral state, under its
     # run's key, never in the persistent state (which outlives the run).
-    kept = await kept_link(tmp_path)
-    assert kept is not None
-    assert kept["conversation_id"] == "conv-42"
-    assert kept["traceparent"].startswith(f"00-{paused_root['trace_id']}-{paused_root['span_id']}-")
-    assert set(kept) == {"traceparent", "conversation_id"}
+    assert_kept_link(await kept_link(tmp_path), paused_root, "conv-42")
     assert [k for k in await storage(tmp_path).scope_keys() if k.startswith(KEY_PREFIX.rstrip("."))] == []
 
     runtime = traced(
@@ -309,25 +192,8 @@ async def test_a_run_that_died_in_a_tool_resumes_linked_to_its_trace(
     result = await runtime.resume()
     assert isinstance(result, ChatResult) and result.response == "Saved."
 
-    root = assert_one_linked_continuation(span_exporter, paused_root)
-    conv = {CID: "conv-42"}
-    assert span_tree.shape([root]) == [("invoke_agent assistant", [("execute_tool checkpoint", []), (CHAT, [])])]
-    assert [(n.name, n.attrs) for n in span_tree.walk([root])] == [
-        ("invoke_agent assistant", {**conv, RESUMED: True}),
-        ("execute_tool checkpoint", conv),
-        (CHAT, conv),
-    ]
     # The tool call the resume reopened is named once the agent's next request offers it.
-    tool_span = span_tree.build(span_exporter.get_finished_spans())[0].children[0]
-    assert tool_span.attrs == {
-        semconv.GEN_AI_OPERATION_NAME: "execute_tool",
-        semconv.GEN_AI_TOOL_NAME: "checkpoint",
-        semconv.GEN_AI_TOOL_TYPE: "function",
-        semconv.GEN_AI_TOOL_CALL_ID: "c1",
-        semconv.GEN_AI_TOOL_DESCRIPTION: "Save progress.",
-        semconv.GEN_AI_AGENT_NAME: "assistant",
-        CID: "conv-42",
-    }
+    durable.assert_resumed_from_the_tool(span_exporter, paused_root)
     # The run completed: flowra cleared its ephemeral state, and the link with it.
     assert await kept_link(tmp_path) is None
     assert not await runtime.has_pending_execution()
@@ -368,7 +234,7 @@ def resume_sub_agent_runtime(base: Path, make_otel_hooks: MakeHooks) -> AgentRun
 
 
 async def test_a_crash_inside_a_sub_agent_resumes_as_one_linked_continuation(
-    crashed: Callable[[str, Path], Lines],
+    crashed: Crashed,
     tmp_path: Path,
     make_otel_hooks: MakeHooks,
     span_exporter: InMemorySpanExporter,
@@ -411,7 +277,7 @@ async def test_a_crash_inside_a_sub_agent_resumes_as_one_linked_continuation(
 
 
 async def test_without_the_resume_frames_a_resumed_sub_agent_starts_separate_traces(
-    crashed: Callable[[str, Path], Lines],
+    crashed: Crashed,
     tmp_path: Path,
     make_otel_hooks: MakeHooks,
     span_exporter: InMemorySpanExporter,
@@ -434,25 +300,20 @@ async def test_without_the_resume_frames_a_resumed_sub_agent_starts_separate_tra
 
 # ================================================================================ conversation ids stay with their run
 async def test_a_later_run_without_a_conversation_id_never_resumes_with_an_earlier_ones(
-    crashed: Callable[[str, Path], Lines],
+    crashed: Crashed,
     tmp_path: Path,
     make_otel_hooks: MakeHooks,
     span_exporter: InMemorySpanExporter,
     ledger: SpanLedger,
 ) -> None:
     lines = crashed("after_alice", tmp_path)
-    first_done = lines.index({"event": "first run completed"})
-    first, second = lines[:first_done], lines[first_done + 1 :]
-    assert {r["attributes"].get(CID) for r in records(first, "end")} == {"alice-conv"}
-    assert names(records(second, "start")) == ["invoke_agent assistant", CHAT, "execute_tool checkpoint"]
-    assert {r["attributes"].get(CID) for r in second if "attributes" in r} == {None}
-    paused_root = records(second, "start")[0]
+    # The later run dies in its tool.
+    paused_root = durable.alice_then_another(lines, ["invoke_agent assistant", CHAT, "execute_tool checkpoint"])
 
     # Run r1 completed (its link cleared with flowra's ephemeral state); r2 kept its own,
     # saying it has no conversation id.
     assert await kept_link(tmp_path, "r1") is None
-    kept = await kept_link(tmp_path, "r2")
-    assert kept is not None and kept["conversation_id"] is None
+    assert_kept_link(await kept_link(tmp_path, "r2"), paused_root, None)
 
     runtime = traced(
         make_otel_hooks,
@@ -476,7 +337,7 @@ async def test_a_later_run_without_a_conversation_id_never_resumes_with_an_earli
 async def test_with_one_link_for_every_run_alice_leaks_unless_none_is_kept(
     store: str,
     leaks: bool,
-    crashed: Callable[[str, Path], Lines],
+    crashed: Crashed,
     tmp_path: Path,
     make_otel_hooks: MakeHooks,
     span_exporter: InMemorySpanExporter,
@@ -492,5 +353,4 @@ async def test_with_one_link_for_every_run_alice_leaks_unless_none_is_kept(
         make_otel_hooks,
         durable_runtime(str(tmp_path), sub_agent=False, crash=False, main=[text_response("Saved.")], researcher=[]),
     ).resume()
-    stamped = {(s.attributes or {}).get(CID) for s in span_exporter.get_finished_spans()}
-    assert stamped == ({"alice-conv"} if leaks else {None})
+    durable.assert_stamped(span_exporter, leaks=leaks)
