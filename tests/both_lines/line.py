@@ -15,6 +15,7 @@ import dataclasses
 import importlib
 import random
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Protocol, cast
 
 from flowra.llm import LLMProvider, Usage
@@ -62,6 +63,10 @@ class Scenarios(Protocol):
     SSN: str
     CARD: str
     """The secrets in the records of ``card_on_file`` and ``lookup_customer``."""
+    EXAMPLES: Path
+    """The folder of this line's examples (``examples/`` or ``examples/hook_registry/``)."""
+    EXAMPLES_SKIP: str | None
+    """Why this release cannot run them (None: it can)."""
     HOOK_ORDERS: tuple[bool, ...]
     """The ``handlers_first`` values ``tool_hook_run`` is tested with on this line: the app's hooks
     after the plugin (False) and, on 0.0.3 - 0.0.8's ``HookRegistry``, before it too (True)."""

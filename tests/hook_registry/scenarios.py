@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -23,6 +24,7 @@ from tests.both_lines.line import ToolRun
 from tests.hook_registry import conftest as line_conftest
 from tests.hook_registry.conftest import hooks_with
 from tests.hook_registry.flowra_support import (
+    FLOWRA_VERSION,
     HAS_AGENT_TOOLS,
     ResearcherSetup,
     ScriptedProvider,
@@ -46,6 +48,8 @@ RESEARCH_AGENT_PATHS = frozenset({"assistant", "research/tool_loop"})
 METADATA_EVENTS = 1
 """The tool loop's start event carries the spec (and its metadata)."""
 MESSAGES: MessageReader = _MESSAGES
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "hook_registry"
+EXAMPLES_SKIP = None if HAS_AGENT_TOOLS else f"the examples use the flowra >= 0.0.6 API; installed: {FLOWRA_VERSION}"
 HOOK_ORDERS: tuple[bool, ...] = (False, True)
 """The app's hooks in the ``HookRegistry`` after the plugin, and before it."""
 

@@ -8,6 +8,7 @@ import dataclasses
 import json
 import random
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flowra.agent import AgentRuntime, Event
@@ -61,6 +62,8 @@ RESEARCH_AGENT_PATHS = frozenset({"assistant/turn", "researcher", "researcher/tu
 METADATA_EVENTS = 2
 """``StartTurnEvent`` and ``MessageAcceptedEvent`` carry the spec's metadata."""
 MESSAGES: MessageReader = _MESSAGES
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES_SKIP: str | None = None
 HOOK_ORDERS: tuple[bool, ...] = (False, True)
 """The app's hooks after the plugin, and before it (``runtime.hooks.on`` before ``otel.install``):
 the tracing acts after every handler whatever the order."""
