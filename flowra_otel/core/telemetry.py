@@ -63,6 +63,9 @@ class Telemetry:
     """Where each model call's details event goes (content modes with events only)."""
     uploader: ContentUploader | None = None
     """Writes content to storage by reference (``content_upload``)."""
+    global_tracer: bool = False
+    """Spans go to the global tracer provider (no ``tracer_provider`` given): the first run checks
+    that one is set up (``provider_check``)."""
 
     @classmethod
     def build(
@@ -144,7 +147,15 @@ class Telemetry:
                     options.content_mode.value,
                 )
         uploader = ContentUploader(options.content_upload) if options.content_upload is not None else None
-        return cls(tracer, Instruments(meter, enabled=record_metrics), options, disabled, event_logger, uploader)
+        return cls(
+            tracer,
+            Instruments(meter, enabled=record_metrics),
+            options,
+            disabled,
+            event_logger,
+            uploader,
+            global_tracer=tracer_provider is None,
+        )
 
 
 __all__ = ["Telemetry"]

@@ -37,6 +37,7 @@ from ...core.chat_invocation import ChatInvocation
 from ...core.current_span import context_with
 from ...core.durable_link import LinkStore
 from ...core.field_tracker import FieldTracker
+from ...core.provider_check import check_global_tracer_provider
 from ...core.run_state import RunState
 from ...core.safety import guarded, internal_error, safe_str, utf8_safe
 from ...core.tool_invocation import ToolInvocation
@@ -404,6 +405,8 @@ class SpanBook:
         )
         if is_root:
             self.run.root_started(agent.span)
+            if owner.telemetry.global_tracer:
+                check_global_tracer_provider()
         self.agents[id(node)] = agent
         return agent
 

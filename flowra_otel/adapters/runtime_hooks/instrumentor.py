@@ -49,6 +49,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.environment_variables import OTEL_SDK_DISABLED
 
 from ... import distro
+from ...core import provider_check
 from ...core.telemetry import Telemetry
 from . import _flowra, emit_patch
 from ._flowra import AgentRuntime
@@ -112,6 +113,7 @@ def _warn_if_spans_go_nowhere() -> None:
         return  # switched off on purpose
     if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
         _warned_no_provider = True
+        provider_check.mark_said()  # this warning replaces the one at the first run
         logger.warning(NO_PROVIDER_WARNING)
 
 

@@ -40,6 +40,7 @@ from ...core.agent_invocation import AgentInvocation
 from ...core.chat_invocation import ChatInvocation
 from ...core.current_span import attach, context_with, detach
 from ...core.field_tracker import FieldTracker
+from ...core.provider_check import check_global_tracer_provider
 from ...core.run_state import RunState
 from ...core.safety import internal_error, safe_str, utf8_safe
 from ...core.telemetry import Telemetry
@@ -195,6 +196,8 @@ class RuntimeTracing:
         )
         if first:
             run.state.root_started(agent.span)
+            if telemetry.global_tracer:
+                check_global_tracer_provider()
         return agent
 
     def agent_ended(self, frame: Frame, span: Any, error: BaseException | None) -> None:
