@@ -584,6 +584,8 @@ class OtlpReceiver:
         http_retry_after: str | None = None,
         hang_seconds: float = 10.0,
         grpc_workers: int = 8,
+        grpc_port: int = 0,
+        http_port: int = 0,
     ) -> None:
         """
         Args:
@@ -594,6 +596,8 @@ class OtlpReceiver:
             http_retry_after: if set, the ``Retry-After`` header sent with 503/429 (e.g. ``"0"``).
             hang_seconds: upper bound of one ``hang``; closing the receiver ends every hang at once.
             grpc_workers: threads of the gRPC server (hung requests hold one each).
+            grpc_port, http_port: the ports to listen on (0, the default: any free one; OTLP's
+                own 4317 / 4318 only for a test about them, as they may be taken).
         """
         self._mode: Mode = mode
         self.grpc_error: Any = grpc_error if grpc_error is not None else grpc.StatusCode.UNAVAILABLE
@@ -616,8 +620,8 @@ class OtlpReceiver:
         self._grpc_server: Any = None
         self._http_server: _HttpServer | None = None
         self._http_thread: threading.Thread | None = None
-        self._grpc_port = 0
-        self._http_port = 0
+        self._grpc_port = grpc_port
+        self._http_port = http_port
         self._started = False
         self._closed = False
 
@@ -647,7 +651,7 @@ class OtlpReceiver:
         trace_service_pb2_grpc.add_TraceServiceServicer_to_server(_TraceServicer(self), server)  # type: ignore[no-untyped-call]
         metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(_MetricsServicer(self), server)  # type: ignore[no-untyped-call]
         logs_service_pb2_grpc.add_LogsServiceServicer_to_server(_LogsServicer(self), server)  # type: ignore[no-untyped-call]
-        port = server.add_insecure_port("127.0.0.1:0")
+        port = server.add_insecure_port(f"127.0.0.1:{self._grpc_port}")
         if not port:
             raise RuntimeError("could not bind the OTLP/gRPC receiver on 127.0.0.1")
         server.start()
@@ -655,7 +659,7 @@ class OtlpReceiver:
         self._grpc_port = int(port)
 
     def _start_http(self) -> None:
-        server = _HttpServer(("127.0.0.1", 0), _HttpHandler)
+        server = _HttpServer(("127.0.0.1", self._http_port), _HttpHandler)
         server.receiver = self
         self._http_server = server
         self._http_port = int(server.server_address[1])

@@ -81,7 +81,7 @@ def test_without_the_guard_every_export_logs_an_error(
 ) -> None:
     """The paired negative: the reader given the bare OTLP exporter (the guard removed)."""
 
-    def bare(exporter: Any) -> Any:
+    def bare(exporter: Any, *_: Any) -> Any:
         return exporter
 
     monkeypatch.setattr(export, "_MetricsRefusalGuard", bare)

@@ -33,6 +33,11 @@ production without code changes:
   exporter's error, and metric export stops until the process exits (`_MetricsRefusalGuard`),
   instead of one logged error per export interval. Other failures (a collector down, 503,
   UNAVAILABLE) are the exporter's to retry and report, as before.
+  That warning says traces are unaffected only once a trace export of the same configuration
+  has succeeded (`_TraceDelivery`): a base endpoint that refuses metrics may refuse traces too.
+* Endpoint variables that cannot work as written (a traces URL without ``/v1/traces``, a base URL
+  ending in it, HTTP to port 4317 or gRPC to 4318, no scheme) get one warning each, naming the
+  variable, its value and the fix, before the first export (``endpoint_check``).
 
 * Logs, only for the content events (``gen_ai.client.inference.operation.details``):
   ``configure_telemetry(logs=True)``, or by default when ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``
@@ -90,6 +95,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter, SpanExportResult
 
 from .console import ConsoleTreeExporter
+from .endpoint_check import Signal, endpoint_problems
 from .otlp_json_file import FLOWRA_OTEL_TRACES_FILE, OtlpJsonFileSpanExporter
 
 if TYPE_CHECKING:
@@ -139,18 +145,32 @@ class _Outcome:
         return self._done.wait(max(0.0, timeout_s)) and self._ok
 
 
+class _TraceDelivery:
+    """Whether an OTLP trace export of this configuration has succeeded yet: the metrics refusal
+    warning may say traces are unaffected only then (a base endpoint that refuses metrics may be
+    refusing traces too: ``OTEL_EXPORTER_OTLP_ENDPOINT=.../v1/traces`` gets a 404 for both)."""
+
+    def __init__(self) -> None:
+        self.succeeded = False
+
+
 class _StopOnceSpanExporter(SpanExporter):
     """Sits between a batch processor and an OTLP span exporter so that `TelemetryHandles` can
     stop the exporter's retries when a shutdown runs out of time, and the processor's own
-    ``shutdown`` of it later is not a second one (which the exporters log a warning about)."""
+    ``shutdown`` of it later is not a second one (which the exporters log a warning about).
+    It also notes a successful export in ``delivery``."""
 
-    def __init__(self, exporter: SpanExporter) -> None:
+    def __init__(self, exporter: SpanExporter, delivery: _TraceDelivery | None = None) -> None:
         self._exporter = exporter
         self._lock = threading.Lock()
         self._stopped = False
+        self._delivery = delivery
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        return self._exporter.export(spans)
+        result = self._exporter.export(spans)
+        if result is SpanExportResult.SUCCESS and self._delivery is not None:
+            self._delivery.succeeded = True
+        return result
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         return self._exporter.force_flush(timeout_millis)
@@ -236,15 +256,20 @@ class _MetricsRefusalGuard(MetricExporter):
     """Sits between the periodic reader and an OTLP metric exporter: once the endpoint refuses
     metrics for good (`REFUSING_HTTP_STATUSES`, gRPC UNIMPLEMENTED), it warns once, naming the
     fix, and exports nothing more; the reader goes on collecting (cheaply) and nothing else
-    changes. Any other outcome is the exporter's, untouched."""
+    changes. Any other outcome is the exporter's, untouched.
 
-    def __init__(self, exporter: MetricExporter) -> None:
+    The warning says traces are unaffected only when ``traces`` (the OTLP trace export of the
+    same configuration, if any) has delivered something by then; otherwise it says the traces
+    have not got through either, so nobody is told to look away from the real problem."""
+
+    def __init__(self, exporter: MetricExporter, traces: _TraceDelivery | None = None) -> None:
         super().__init__(
             preferred_temporality=getattr(exporter, "_preferred_temporality", None),
             preferred_aggregation=getattr(exporter, "_preferred_aggregation", None),
         )
         self._exporter = exporter
         self._refused: str | None = None
+        self._traces = traces
         _watch_exporter_loggers(exporter)
 
     @property
@@ -265,14 +290,25 @@ class _MetricsRefusalGuard(MetricExporter):
             self._refused = seen[0]
             _logger.warning(
                 "the OTLP endpoint %s refused metrics (%s): it takes traces only (Jaeger, Tempo, Phoenix, "
-                "MLflow and Langfuse do). Metric export is off until the process exits; traces are unaffected. "
-                "To silence this, give the traces endpoint (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) instead of "
-                "OTEL_EXPORTER_OTLP_ENDPOINT, or set OTEL_METRICS_EXPORTER=none; to keep the metrics, send "
-                "them to an OpenTelemetry Collector (OTEL_EXPORTER_OTLP_METRICS_ENDPOINT)",
+                "MLflow and Langfuse do), or it is not the right URL. Metric export is off until the process "
+                "exits; %s. To silence this, give the traces endpoint (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) "
+                "instead of OTEL_EXPORTER_OTLP_ENDPOINT, or set OTEL_METRICS_EXPORTER=none; to keep the "
+                "metrics, send them to an OpenTelemetry Collector (OTEL_EXPORTER_OTLP_METRICS_ENDPOINT)",
                 getattr(self._exporter, "_endpoint", "?"),
                 self._refused,
+                self._traces_note(),
             )
         return result
+
+    def _traces_note(self) -> str:
+        if self._traces is None:
+            return "spans are not exported over OTLP by this configuration"
+        if self._traces.succeeded:
+            return "traces are unaffected (a trace export to the same backend succeeded)"
+        return (
+            "no trace export has succeeded yet either, so check the endpoint for traces too "
+            "(the exporter's errors, and any endpoint warning at start-up, say why)"
+        )
 
     def force_flush(self, timeout_millis: float = 10_000) -> bool:
         return self._exporter.force_flush(timeout_millis=timeout_millis)
@@ -721,6 +757,7 @@ def _build(
     if existing_mp is None and metric_reader is None and export_metrics:
         metric_kinds = resolve_metrics_exporters()
     metric_otlp = resolve_otlp_protocol("metrics") if "otlp" in metric_kinds else None
+    _warn_about_endpoints(trace_otlp, metric_otlp)
     resource = _resource(service_name)
     if traces_file is None:
         traces_file = os.environ.get(FLOWRA_OTEL_TRACES_FILE, "").strip() or None
@@ -729,6 +766,7 @@ def _build(
     processors: list[SpanProcessor] = []
     exporters: list[SpanExporter] = []
     stoppable: list[SpanExporter] = []
+    delivery = _TraceDelivery() if trace_otlp is not None else None
     if existing_tp is None:
         tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
         _add_span_exporters(
@@ -741,6 +779,7 @@ def _build(
             file_exporter,
             console,
             console_stream,
+            delivery,
         )
     else:
         tracer_provider = existing_tp
@@ -757,7 +796,7 @@ def _build(
             # The OTLP exporter (the first, when asked for) behind the refusal guard.
             readers.extend(
                 PeriodicExportingMetricReader(
-                    _MetricsRefusalGuard(exporter) if metric_otlp is not None and index == 0 else exporter
+                    _MetricsRefusalGuard(exporter, delivery) if metric_otlp is not None and index == 0 else exporter
                 )
                 for index, exporter in enumerate(metric_exporters)
             )
@@ -816,13 +855,14 @@ def _add_span_exporters(
     file_exporter: OtlpJsonFileSpanExporter | None,
     console: bool | None,
     console_stream: TextIO | None,
+    delivery: _TraceDelivery | None,
 ) -> None:
     if span_exporter is not None:
         exporters.append(span_exporter)
         processors.append(SimpleSpanProcessor(span_exporter))
     elif trace_otlp is not None:
         exporters.append(_otlp_span_exporter(trace_otlp))
-        stoppable.append(_StopOnceSpanExporter(exporters[0]))
+        stoppable.append(_StopOnceSpanExporter(exporters[0], delivery))
         processors.append(BatchSpanProcessor(stoppable[0]))
     if file_exporter is not None:
         exporters.append(file_exporter)
@@ -864,6 +904,18 @@ def _install_global(
             "could not install the OpenTelemetry providers globally (a non-SDK provider was set first); "
             "pass handles.tracer_provider / handles.meter_provider to the code that needs them"
         )
+
+
+def _warn_about_endpoints(traces: OtlpProtocol | None, metrics: OtlpProtocol | None) -> None:
+    """One warning per endpoint mistake of the signals about to be exported over OTLP
+    (`endpoint_check`): before any export, so it comes ahead of the exporters' raw errors."""
+    protocols: dict[Signal, OtlpProtocol] = {}
+    if traces is not None:
+        protocols["traces"] = traces
+    if metrics is not None:
+        protocols["metrics"] = metrics
+    for problem in endpoint_problems(protocols, os.environ):
+        _logger.warning("%s", problem)
 
 
 def _endpoint_set(signal: Literal["traces", "metrics"]) -> bool:

@@ -1,0 +1,139 @@
+"""The OTLP endpoint mistakes a newcomer makes, each named once with its fix, before any export.
+
+Why: the OTLP exporters take whatever the ``OTEL_EXPORTER_OTLP_*ENDPOINT`` variables say and
+report a wrong one only as the transport's raw error, again at every export: HTTP sent to the gRPC
+port (``Connection aborted ... ConnectionResetError(104)``), a traces URL without ``/v1/traces``
+(``404 Not Found``), no scheme (``No connection adapters were found``). Each of those has one
+cause and one fix, and the variables already tell which, so `configure_telemetry` (and with it
+the zero-code configurator) logs one line per mistake when it sets up the exporters: the
+variable, what it holds and what to set. Nothing is changed: the exporters still get what the
+user set (guessing the "right" URL would hide the mistake from everything else that reads it).
+
+The rules follow how the exporters resolve endpoints (the OTLP exporter specification):
+
+* HTTP, signal variable (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``): used exactly as given, so it
+  needs its path; an empty path or another signal's path is a mistake.
+* HTTP, base variable (``OTEL_EXPORTER_OTLP_ENDPOINT``): ``/v1/traces`` and ``/v1/metrics`` are
+  appended, so a value that already ends in ``/v1/<signal>`` is posted to ``.../v1/traces/v1/traces``.
+* HTTP needs ``http://`` or ``https://``; without a scheme nothing is sent. (gRPC reads
+  ``host:port`` without one, so that is not flagged.)
+* Port 4317 is OTLP/gRPC's and 4318 OTLP/HTTP's by convention: HTTP to 4317 or gRPC to 4318 is
+  almost always the protocol and the port disagreeing.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Mapping
+from typing import Final, Literal
+
+__all__ = ["endpoint_problems"]
+
+Signal = Literal["traces", "metrics", "logs"]
+Protocol = Literal["grpc", "http/protobuf"]
+
+BASE: Final = "OTEL_EXPORTER_OTLP_ENDPOINT"
+PROTOCOL: Final = "OTEL_EXPORTER_OTLP_PROTOCOL"
+GRPC_PORT: Final = 4317
+HTTP_PORT: Final = 4318
+_SIGNALS: Final[tuple[Signal, ...]] = ("traces", "metrics", "logs")
+
+
+def _signal_variable(signal: Signal) -> str:
+    return f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT"
+
+
+def _protocol_variable(signal: Signal, environ: Mapping[str, str]) -> str:
+    specific = f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL"
+    return specific if environ.get(specific, "").strip() else PROTOCOL
+
+
+def endpoint_problems(protocols: Mapping[Signal, Protocol], environ: Mapping[str, str]) -> list[str]:
+    """One message per mistake in the endpoint variables of the signals in ``protocols`` (each
+    exported over OTLP with that protocol), in a stable order, without repeats (a base endpoint
+    shared by traces and metrics is named once)."""
+    problems: list[str] = []
+    for signal in _SIGNALS:
+        protocol = protocols.get(signal)
+        if protocol is None:
+            continue
+        specific = _signal_variable(signal)
+        name = specific if environ.get(specific, "").strip() else BASE
+        raw = environ.get(name, "").strip()
+        if not raw:
+            continue
+        for problem in _problems(signal, protocol, name, raw, environ):
+            if problem not in problems:
+                problems.append(problem)
+    return problems
+
+
+def _problems(signal: Signal, protocol: Protocol, name: str, given: str, environ: Mapping[str, str]) -> list[str]:
+    raw = _without_password(given)  # what the messages show
+    if "://" not in raw:
+        if protocol == "grpc":
+            return []  # the gRPC exporter takes host:port as it is
+        return [
+            f"{name}={raw!r} has no scheme, so the OTLP/HTTP exporter cannot send to it "
+            f"(its error: 'No connection adapters were found'): set {name}=http://{raw} (https:// for TLS)"
+        ]
+    try:
+        url = urllib.parse.urlsplit(raw)
+        port = url.port
+    except ValueError:
+        return [f"{name}={raw!r} is not a valid URL: set it like http://localhost:{HTTP_PORT}"]
+    found: list[str] = []
+    protocol_var = _protocol_variable(signal, environ)
+    if protocol == "http/protobuf" and port == GRPC_PORT:
+        found.append(
+            f"{name}={raw!r} is the OTLP/gRPC port ({GRPC_PORT}), but {signal} go over OTLP/HTTP "
+            f"({protocol_var} {'says so' if environ.get(protocol_var, '').strip() else 'is unset: the default'}), "
+            f"which that port drops (the exporter's error: 'Connection aborted ... ConnectionResetError'): "
+            f"set {name}={_with_port(url, HTTP_PORT)}, or {protocol_var}=grpc"
+        )
+    elif protocol == "grpc" and port == HTTP_PORT:
+        found.append(
+            f"{name}={raw!r} is the OTLP/HTTP port ({HTTP_PORT}), but {signal} go over OTLP/gRPC "
+            f"({protocol_var}=grpc): set {name}={_with_port(url, GRPC_PORT)}, or {protocol_var}=http/protobuf"
+        )
+    if protocol != "http/protobuf":
+        return found
+    path = url.path.rstrip("/")
+    if name == BASE:
+        ends = next((s for s in _SIGNALS if path.endswith(f"/v1/{s}")), None)
+        if ends is not None:
+            base = urllib.parse.urlunsplit(url._replace(path=path[: -len(f"/v1/{ends}")]))
+            found.append(
+                f"{name}={raw!r} already ends in /v1/{ends}, but the exporters append /v1/traces and "
+                f"/v1/metrics to this base URL (traces go to {path}/v1/traces, which is refused with 404): "
+                f"set {BASE}={base} for every signal, or {_signal_variable(ends)}={raw} for {ends} only"
+            )
+    elif not path:
+        found.append(
+            f"{name}={raw!r} has no path, but the exporter posts {signal} to this URL exactly as given "
+            f"(a collector answers 404): set {name}={raw.rstrip('/')}/v1/{signal}, or give the base URL "
+            f"as {BASE}={raw.rstrip('/')} instead"
+        )
+    else:
+        other = next((s for s in _SIGNALS if s != signal and path.endswith(f"/v1/{s}")), None)
+        if other is not None:
+            fixed = urllib.parse.urlunsplit(url._replace(path=f"{path[: -len(f'/v1/{other}')]}/v1/{signal}"))
+            found.append(f"{name}={raw!r} is the path for {other}, not {signal}: set {name}={fixed}")
+    return found
+
+
+def _with_port(url: urllib.parse.SplitResult, port: int) -> str:
+    userinfo, _, hostport = url.netloc.rpartition("@")
+    host = hostport.rsplit(":", 1)[0] if not hostport.endswith("]") else hostport
+    netloc = f"{userinfo}@{host}:{port}" if userinfo else f"{host}:{port}"
+    return urllib.parse.urlunsplit(url._replace(netloc=netloc))
+
+
+def _without_password(raw: str) -> str:
+    """``raw`` with a password in its user info shown as ``***``: the line goes to the logs."""
+    scheme, sep, rest = raw.partition("://")
+    netloc, slash, tail = rest.partition("/")
+    userinfo, at, hostport = netloc.rpartition("@")
+    if not sep or not at or ":" not in userinfo:
+        return raw
+    return f"{scheme}://{userinfo.split(':', 1)[0]}:***@{hostport}{slash}{tail}"
