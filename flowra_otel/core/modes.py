@@ -80,13 +80,21 @@ def content_mode_from_env() -> ContentMode:
         return mode
     if value in CAPTURE_ON_VALUES:
         return ContentMode.SPAN_ONLY
-    if value not in CAPTURE_OFF_VALUES:
+    if value not in CAPTURE_OFF_VALUES and raw not in _reported:
+        # Read by every OtelHooks and by configure_telemetry (for logs): said once per value.
+        _reported.add(raw)
         logger.warning(
-            "%s=%r is not a recognised value; content capture stays off",
+            "%s=%r is not a recognised value, so content capture stays off; use one of %s "
+            "(case-insensitive; also true/false, 1/0, yes/no, on/off)",
             OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,
             raw,
+            ", ".join(mode.name for mode in ContentMode),
         )
     return ContentMode.NO_CONTENT
+
+
+_reported: set[str] = set()
+"""The unrecognised values already warned about in this process."""
 
 
 def semconv_compat_from_env() -> bool:
