@@ -253,13 +253,22 @@ def test_a_supported_release_gets_this_line(version: str, installed_flowra: Call
     assert SUPPORTED == "flowra 0.0.3 - 0.0.8 (the HookRegistry API) and 0.0.86 - 0.0.93 (runtime.hooks)"
 
 
-def test_the_zero_code_entry_point_refuses_an_unsupported_flowra(
-    installed_flowra: Callable[[str | None], None], monkeypatch: pytest.MonkeyPatch
+def test_the_zero_code_entry_point_on_an_unsupported_flowra_says_so_in_one_line(
+    installed_flowra: Callable[[str | None], None], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """No traceback from ``opentelemetry-instrument``: one warning, and nothing is instrumented
+    (the real launcher on a real unsupported flowra: test_zero_code_on_an_unsupported_flowra.py)."""
     installed_flowra("0.0.94")
     monkeypatch.delitem(sys.modules, "flowra_otel.instrumentor", raising=False)
-    with pytest.raises(UnsupportedFlowraError, match=r"flowra 0\.0\.94 is not supported"):
-        importlib.import_module("flowra_otel.instrumentor")
+    module = importlib.import_module("flowra_otel.instrumentor")
+    instrumentor = module.FlowraInstrumentor()
+    instrumentor.instrument()
+    instrumentor.instrument()
+    warnings = [r.getMessage() for r in caplog.records if r.name == "flowra_otel"]
+    assert len(warnings) == 1, warnings
+    assert re.fullmatch(r"flowra_otel: flowra 0\.0\.94 is not supported .* The app runs untraced\.", warnings[0])
+    assert not instrumentor.is_instrumented_by_opentelemetry
+    assert "\n" not in warnings[0]
 
 
 # ------------------------------------------------------------------------------------ tracing off
