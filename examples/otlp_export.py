@@ -2,6 +2,10 @@
 
     OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 .venv/bin/python examples/otlp_export.py
 
+(``./dev demo`` or ``./dev setup`` builds ``.venv``; any Python >= 3.12 environment with today's
+flowra and this package installed works too. The ``python3`` on many machines is older and has no
+flowra: plain ``python ...`` fails there.)
+
 (flowra 0.0.86 - 0.0.93; ``examples/hook_registry/otlp_export.py`` is the same for 0.0.3 - 0.0.8.)
 ``configure_telemetry()`` reads the same ``OTEL_*`` variables as every OpenTelemetry SDK, so the
 code below never changes between a laptop and production:

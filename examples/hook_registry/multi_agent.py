@@ -1,6 +1,10 @@
 """Multi-agent tracing: a tool loop that delegates to a research sub-agent (agent as tool).
 
-    python examples/hook_registry/multi_agent.py
+    .venv-flowra-0.0.8/bin/python examples/hook_registry/multi_agent.py
+
+(``./dev pytest-on 0.0.8`` builds ``.venv-flowra-0.0.8``; any Python >= 3.12 environment with flowra
+0.0.3 - 0.0.8 and this package installed works too. The ``python3`` on many machines is older and
+has no flowra: plain ``python ...`` fails there.)
 
 The ``assistant`` tool loop has one tool, ``research``, which is a whole agent
 (``make_agent_tool(ResearchAgent)``, flowra >= 0.0.6); the researcher runs its own tool loop with

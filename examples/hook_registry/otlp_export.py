@@ -1,6 +1,11 @@
 """Ship traces and metrics of a flowra agent over OTLP, configured by the standard environment.
 
-    OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 python examples/hook_registry/otlp_export.py
+    OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 \\
+        .venv-flowra-0.0.8/bin/python examples/hook_registry/otlp_export.py
+
+(``./dev pytest-on 0.0.8`` builds ``.venv-flowra-0.0.8``; any Python >= 3.12 environment with flowra
+0.0.3 - 0.0.8 and this package installed works too. The ``python3`` on many machines is older and
+has no flowra: plain ``python ...`` fails there.)
 
 ``configure_telemetry()`` reads the same ``OTEL_*`` variables as every OpenTelemetry SDK, so the
 code below never changes between a laptop and production:

@@ -1,6 +1,10 @@
 """Content capture with a redaction hook, proven by auditing the exported trace.
 
-    python examples/hook_registry/redaction_audit.py
+    .venv-flowra-0.0.8/bin/python examples/hook_registry/redaction_audit.py
+
+(``./dev pytest-on 0.0.8`` builds ``.venv-flowra-0.0.8``; any Python >= 3.12 environment with flowra
+0.0.3 - 0.0.8 and this package installed works too. The ``python3`` on many machines is older and
+has no flowra: plain ``python ...`` fails there.)
 
 A ``lookup_customer`` tool returns a record holding an API key and an e-mail address. With
 content capture on (``OtelHooks(capture_content=True)``), tool results and messages are recorded
