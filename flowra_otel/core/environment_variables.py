@@ -14,7 +14,7 @@ The standard OpenTelemetry GenAI switch, with opentelemetry-util-genai's values 
 ``NO_CONTENT`` (or unset, ``false``, ``0``, ``no``, ``off``): none; ``SPAN_ONLY`` (or ``true``,
 ``1``, ``yes``, ``on``): on spans; ``EVENT_ONLY``: only in each model call's
 ``gen_ai.client.inference.operation.details`` event (a log record), never on a span;
-``SPAN_AND_EVENT``: both. Any other value logs a warning and means none.
+``SPAN_AND_EVENT``: both. Any other value logs one warning (once per process, listing these values) and means none.
 Used only when ``OtelHooks(capture_content=None)`` (the default)."""
 
 CAPTURE_ON_VALUES: Final = frozenset({"true", "1", "yes", "on"})
