@@ -132,12 +132,14 @@ def test_a_wrong_url_is_named_once_with_a_fix_that_works(
     assert right.delivered == 1, fix
 
 
+@pytest.mark.parametrize("variable", ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"])
 @pytest.mark.parametrize(
     ("protocol", "port", "fixed_port"),
     [("http/protobuf", 4317, 4318), ("grpc", 4318, 4317)],
     ids=["http-to-4317", "grpc-to-4318"],
 )
 def test_the_protocol_and_port_disagreeing_is_named_once_with_a_fix_that_works(
+    variable: str,
     protocol: str,
     port: int,
     fixed_port: int,
@@ -145,18 +147,20 @@ def test_the_protocol_and_port_disagreeing_is_named_once_with_a_fix_that_works(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """With the base endpoint, metrics go to the same wrong port: still one line for the variable."""
+    path = "/v1/traces" if protocol != "grpc" and variable != "OTEL_EXPORTER_OTLP_ENDPOINT" else ""
     env = {
-        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"http://127.0.0.1:{port}" + ("/v1/traces" if protocol != "grpc" else ""),
+        variable: f"http://127.0.0.1:{port}{path}",
         "OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
         "OTEL_EXPORTER_OTLP_INSECURE": "true",
     }
     wrong = _export_one_span(env, rx_on_otlp_ports, monkeypatch, caplog)
     assert wrong.delivered == 0
     (warning,) = wrong.warnings
-    assert f"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT={env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT']!r}" in warning
+    assert f"{variable}={env[variable]!r}" in warning
     assert f"OTEL_EXPORTER_OTLP_PROTOCOL={'grpc' if protocol != 'grpc' else 'http/protobuf'}" in warning
-    fix = _fix_in(warning, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-    assert f":{fixed_port}" in fix["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]
+    fix = _fix_in(warning, variable)
+    assert f":{fixed_port}" in fix[variable]
     right = _export_one_span({**env, **fix}, rx_on_otlp_ports, monkeypatch, caplog)
     assert right.warnings == []
     assert right.delivered == 1

@@ -84,16 +84,17 @@ def _problems(signal: Signal, protocol: Protocol, name: str, given: str, environ
         return [f"{name}={raw!r} is not a valid URL: set it like http://localhost:{HTTP_PORT}"]
     found: list[str] = []
     protocol_var = _protocol_variable(signal, environ)
+    what = "exports" if name == BASE else signal  # a base endpoint's line is the same for every signal
     if protocol == "http/protobuf" and port == GRPC_PORT:
         found.append(
-            f"{name}={raw!r} is the OTLP/gRPC port ({GRPC_PORT}), but {signal} go over OTLP/HTTP "
+            f"{name}={raw!r} is the OTLP/gRPC port ({GRPC_PORT}), but {what} go over OTLP/HTTP "
             f"({protocol_var} {'says so' if environ.get(protocol_var, '').strip() else 'is unset: the default'}), "
             f"which that port drops (the exporter's error: 'Connection aborted ... ConnectionResetError'): "
             f"set {name}={_with_port(url, HTTP_PORT)}, or {protocol_var}=grpc"
         )
     elif protocol == "grpc" and port == HTTP_PORT:
         found.append(
-            f"{name}={raw!r} is the OTLP/HTTP port ({HTTP_PORT}), but {signal} go over OTLP/gRPC "
+            f"{name}={raw!r} is the OTLP/HTTP port ({HTTP_PORT}), but {what} go over OTLP/gRPC "
             f"({protocol_var}=grpc): set {name}={_with_port(url, GRPC_PORT)}, or {protocol_var}=http/protobuf"
         )
     if protocol != "http/protobuf":
