@@ -8,10 +8,14 @@ before the model sees it. flowra's ``execute_tool`` span carries the record as t
 returned it (``ToolCallSpan.result``, read when the tool-call agent ends, before the hook runs);
 ours carries the masked record, exactly as the model was given it. The documentation cites this
 test for that difference.
+
+The last test checks another row of docs/moving-from-flowra-ext-otel.md: where a span the tool
+itself starts ends up under each tracer.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Callable, Iterator
 
@@ -21,6 +25,7 @@ from flowra.ext.otel import OTEL_TRACING
 from flowra.lib.chat import ChatAgent, ChatResult, ChatSpec
 from flowra.lib.turn.hook_events import AfterToolCallEvent
 from flowra.llm import TextBlock, ToolResultBlock, UserMessage
+from flowra.tools import tool
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -34,6 +39,7 @@ from tests.runtime_hooks.conftest import SpanLedger, assert_all_ended, traced, w
 from tests.runtime_hooks.support import (
     CARD,
     SSN,
+    CityParams,
     ScriptedProvider,
     chat_runtime,
     lookup_customer,
@@ -122,3 +128,42 @@ async def test_flowra_ext_otel_records_the_raw_result_beside_our_clean_trace_of_
     assert any(MASKED_RECORD in str((s.attributes or {}).get(semconv.GEN_AI_INPUT_MESSAGES, "")) for s in ours)
     assert_no_leak(ours, [SSN, CARD])
     assert_all_ended(ledger, span_exporter)
+
+
+@tool("fetch")
+async def fetch(params: CityParams) -> str:
+    """Makes an HTTP-like span of its own, as an instrumented client inside a tool would."""
+    await asyncio.sleep(0.01)
+    with trace.get_tracer("app").start_as_current_span("http GET"):
+        pass
+    return f"fetched {params.city}"
+
+
+@pytest.mark.parametrize("tracer", ["flowra.ext.otel", "flowra-otel"])
+async def test_a_span_made_inside_a_tool(
+    tracer: str,
+    make_otel_hooks: MakeHooks,
+    span_exporter: InMemorySpanExporter,
+    flowra_exporter: InMemorySpanExporter,
+) -> None:
+    """What docs/moving-from-flowra-ext-otel.md says: under flowra.ext.otel a span the tool starts
+    has no parent and a trace of its own (flowra's spans are never current); under flowra-otel it
+    nests under the ``execute_tool`` span. (The app's span goes to the global provider either way.)"""
+    provider = ScriptedProvider(tool_calls_response(("f1", "fetch", {"city": "Oslo"})), text_response("ok"))
+    runtime = chat_runtime(provider, fetch)
+    if tracer == "flowra.ext.otel":
+        OTEL_TRACING.install(runtime)
+    else:
+        make_otel_hooks().install(runtime)
+    result = await runtime.run(agent=ChatAgent, spec=ChatSpec.text("Fetch Oslo"))
+    assert isinstance(result, ChatResult) and result.response == "ok"
+    finished = flowra_exporter.get_finished_spans() + span_exporter.get_finished_spans()
+    (http,) = [s for s in finished if s.name == "http GET"]
+    tool_span = next(s for s in finished if s.name == "execute_tool fetch")
+    assert http.context is not None and tool_span.context is not None
+    if tracer == "flowra.ext.otel":
+        assert http.parent is None
+        assert http.context.trace_id != tool_span.context.trace_id
+    else:
+        assert http.parent is not None and http.parent.span_id == tool_span.context.span_id
+        assert http.context.trace_id == tool_span.context.trace_id
