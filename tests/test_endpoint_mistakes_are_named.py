@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
+from opentelemetry._logs import LogRecord
 
 from flowra_otel.export import configure_telemetry
 from tests.otlp_receiver import OtlpReceiver
@@ -229,3 +230,38 @@ def test_the_zero_code_configurator_names_the_mistake_too(rx: OtlpReceiver) -> N
     assert len(lines) == 1, proc.stderr
     assert f"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT={rx.http_endpoint!r} has no path" in lines[0]
     assert f"set OTEL_EXPORTER_OTLP_TRACES_ENDPOINT={rx.http_endpoint}/v1/traces" in lines[0]
+
+
+def test_the_content_events_logs_endpoint_is_checked_too(
+    rx: OtlpReceiver, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``configure_telemetry(logs=True)`` exports the content events over OTLP as well: a logs URL
+    without ``/v1/logs`` gets its line, and the line's fix delivers the event."""
+
+    def export_one_event(env: Env) -> tuple[list[str], int]:
+        for name in list(os.environ):
+            if name.startswith("OTEL_"):
+                monkeypatch.delenv(name)
+        for name, value in {"OTEL_EXPORTER_OTLP_TIMEOUT": "2", **env}.items():
+            monkeypatch.setenv(name, value)
+        first = len(caplog.records)
+        handles = configure_telemetry(set_global=False, register_atexit=False, console=False, logs=True)
+        try:
+            assert handles.logger_provider is not None
+            handles.logger_provider.get_logger("probe").emit(LogRecord(body="probe"))
+            handles.force_flush(5_000)
+        finally:
+            handles.shutdown(5_000)
+        records = caplog.records[first:]
+        warnings = [r.getMessage() for r in records if r.name == "flowra_otel.export" and r.levelno == logging.WARNING]
+        return warnings, len(rx.log_records())
+
+    caplog.set_level(logging.WARNING)
+    env = {"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": rx.http_endpoint, "OTEL_LOGS_EXPORTER": "otlp"}
+    warnings, delivered = export_one_event(env)
+    assert delivered == 0
+    (warning,) = warnings
+    assert f"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT={rx.http_endpoint!r} has no path" in warning
+    warnings, delivered = export_one_event({**env, **_fix_in(warning, "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT")})
+    assert warnings == []
+    assert delivered == 1

@@ -37,7 +37,8 @@ production without code changes:
   has succeeded (`_TraceDelivery`): a base endpoint that refuses metrics may refuse traces too.
 * Endpoint variables that cannot work as written (a traces URL without ``/v1/traces``, a base URL
   ending in it, HTTP to port 4317 or gRPC to 4318, no scheme) get one warning each, naming the
-  variable, its value and the fix, before the first export (``endpoint_check``).
+  variable, its value and the fix, before the first export (``endpoint_check``): those of every
+  signal about to go over OTLP, the content events' logs included.
 
 * Logs, only for the content events (``gen_ai.client.inference.operation.details``):
   ``configure_telemetry(logs=True)``, or by default when ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``
@@ -757,7 +758,7 @@ def _build(
     if existing_mp is None and metric_reader is None and export_metrics:
         metric_kinds = resolve_metrics_exporters()
     metric_otlp = resolve_otlp_protocol("metrics") if "otlp" in metric_kinds else None
-    _warn_about_endpoints(trace_otlp, metric_otlp)
+    _warn_about_endpoints(trace_otlp, metric_otlp, _logs_otlp(logs, log_exporter))
     resource = _resource(service_name)
     if traces_file is None:
         traces_file = os.environ.get(FLOWRA_OTEL_TRACES_FILE, "").strip() or None
@@ -906,14 +907,23 @@ def _install_global(
         )
 
 
-def _warn_about_endpoints(traces: OtlpProtocol | None, metrics: OtlpProtocol | None) -> None:
+def _logs_otlp(logs: bool | None, log_exporter: LogRecordExporter | None) -> OtlpProtocol | None:
+    """The OTLP protocol of the content events' log exporter this call would build, or None
+    (``export_logs`` is imported only when logs may be wanted, as in `_prepare_logs`)."""
+    if logs is False or log_exporter is not None:
+        return None
+    from .export_logs import otlp_logs_protocol
+
+    return otlp_logs_protocol(logs, log_exporter)
+
+
+def _warn_about_endpoints(
+    traces: OtlpProtocol | None, metrics: OtlpProtocol | None, logs: OtlpProtocol | None = None
+) -> None:
     """One warning per endpoint mistake of the signals about to be exported over OTLP
     (`endpoint_check`): before any export, so it comes ahead of the exporters' raw errors."""
-    protocols: dict[Signal, OtlpProtocol] = {}
-    if traces is not None:
-        protocols["traces"] = traces
-    if metrics is not None:
-        protocols["metrics"] = metrics
+    chosen: tuple[tuple[Signal, OtlpProtocol | None], ...] = (("traces", traces), ("metrics", metrics), ("logs", logs))
+    protocols = {signal: protocol for signal, protocol in chosen if protocol is not None}
     for problem in endpoint_problems(protocols, os.environ):
         _logger.warning("%s", problem)
 

@@ -42,7 +42,7 @@ from opentelemetry.sdk.resources import Resource
 
 from .modes import content_mode_from_env
 
-__all__ = ["LogsSetup", "build_logs", "logs_wanted", "prepare_logs", "resolve_logs_exporters"]
+__all__ = ["LogsSetup", "build_logs", "logs_wanted", "otlp_logs_protocol", "prepare_logs", "resolve_logs_exporters"]
 
 _logger = logging.getLogger("flowra_otel.export")
 
@@ -90,6 +90,18 @@ def resolve_logs_exporters() -> tuple[LogsExporterName, ...]:
         if kind not in kinds:
             kinds.append(kind)
     return tuple(kinds)
+
+
+def otlp_logs_protocol(logs: bool | None, log_exporter: LogRecordExporter | None) -> OtlpProtocol | None:
+    """The protocol of the OTLP log exporter `build_logs` would make for these arguments, or None
+    when it would make none (for `configure_telemetry`'s endpoint check, before anything is built).
+
+    Raises:
+        ValueError: as `resolve_logs_exporters` and the protocol variables do.
+    """
+    if log_exporter is not None or not logs_wanted(logs):
+        return None
+    return _logs_protocol() if "otlp" in resolve_logs_exporters() else None
 
 
 def _logs_protocol() -> OtlpProtocol:
