@@ -80,7 +80,8 @@ class RuntimeTracing:
         # and the plugin must find its own subscriptions (``tracings_of``, the emit marker).
         _flowra.subscribe_span(hooks, AgentSpan, self.on_agent_span)
         _flowra.subscribe_span(hooks, LLMCallSpan, self.on_llm_span)
-        _flowra.subscribe_span(hooks, ToolCallSpan, self.on_tool_span)
+        if not _flowra.TOOL_SPAN_IN_TOOL_STEP:  # else the tool-call agent's AgentSpan opens the tool
+            _flowra.subscribe_span(hooks, ToolCallSpan, self.on_tool_span)
         for event_type in _flowra.CONTENT_EVENTS:
             _flowra.subscribe(hooks, event_type, self.on_event)
 
@@ -93,6 +94,10 @@ class RuntimeTracing:
         """An agent starts on a node (again, after a resume): its ``invoke_agent`` span."""
         try:
             span = event.data
+            if _flowra.TOOL_SPAN_IN_TOOL_STEP:
+                tool_use = _flowra.tool_use_of(span)
+                if tool_use is not None:  # the tool call's span opens with its agent, as from 0.0.68
+                    return self._open_tool(tool_use, event.context.stack)
             current = self.frame.get()
             parent = nearest_open(current)
             if parent is not None and span.agent_info.source_type in PLUMBING_AGENTS and not span.is_resume:
@@ -276,18 +281,26 @@ class RuntimeTracing:
     def on_tool_span(self, event: Any) -> ExitHandler | None:
         """A tool call starts (its tool-call agent opened): its ``execute_tool`` span."""
         try:
-            span = event.data
+            return self._open_tool(event.data.tool_use, event.context.stack)
+        except Exception:
+            internal_error("flowra_otel: internal error opening a tool call's span; the agent is unaffected")
+            return None
+
+    def _open_tool(self, tool_use: Any, stack: Any) -> ExitHandler | None:
+        """The ``execute_tool`` span of ``tool_use`` and its frame, opened while flowra opens the
+        tool-call agent's ``AgentSpan`` (the ``ToolCallSpan`` handler, or that span's own on
+        releases where the ``ToolCallSpan`` opens inside the agent's step)."""
+        try:
             frame = nearest_open(self.frame.get())
             if frame is None:  # reopened by a resume, outside its parent's flowing value
                 run = RESUMING.get()
-                depth = len(event.context.stack) - 1
+                depth = len(stack) - 1
                 frame = nearest_open(run.resumed_parent(depth)) if run is not None else None
             scope = frame.agent if frame is not None else None
             if frame is None or scope is None:
                 return None
             agent = scope.invocation
             agent.end_chat(withhold_output=scope.withhold_output)  # every BeforeToolCallEvent ran
-            tool_use = span.tool_use
             call_id = safe_str(getattr(tool_use, "id", ""))
             # announced: by a BeforeToolCallEvent that a hook saw (none is noted when no hook did)
             entry = take(scope.announced, call_id, lambda e: e[2] is tool_use) if scope.announced else None
@@ -299,8 +312,8 @@ class RuntimeTracing:
             child = Frame(context_with(tool.span, agent.context), scope.run, tool=tool, parent=frame)
             self.frame.set(child)
             if frame.run.resume_frames:
-                frame.run.resumed_at(len(event.context.stack) - 1, child)
-            return _ToolExit(scope, child, span, call_id)
+                frame.run.resumed_at(len(stack) - 1, child)
+            return _ToolExit(scope, child, call_id)
         except Exception:
             internal_error("flowra_otel: internal error opening a tool call's span; the agent is unaffected")
             return None
@@ -417,7 +430,8 @@ class RuntimeTracing:
         scope.invocation.end_chat(withhold_output=scope.withhold_output)  # a batch answered by hooks alone
         # flowra goes on with its own call, whatever a hook left in the event's tool_use
         use = data.tool_use
-        call_id = safe_str(use.id if hasattr(use, "id") else getattr(data.result, "tool_use_id", ""))
+        result = _flowra.tool_result_of(data.result)
+        call_id = safe_str(use.id if hasattr(use, "id") else getattr(result, "tool_use_id", ""))
         tool = take(scope.running, call_id, lambda t: t.tool_use is use)  # the same object, unless copied
         now = time.time_ns()
         end_ns = scope.ended_tools.pop(tool, now) if tool is not None else now
@@ -435,7 +449,7 @@ class RuntimeTracing:
         kind = getattr(data, "error_kind", None)
         change = tracker.change if tracker is not None else None
         error_kind = safe_str(getattr(kind, "value", kind)) if kind is not None else None
-        scope.awaiting.append(PendingResult(call_id, tool, data.result, change, end_ns, error_kind))
+        scope.awaiting.append(PendingResult(call_id, tool, result, change, end_ns, error_kind))
 
 
 class _AgentExit:
@@ -501,12 +515,11 @@ class _LLMExit:
 
 
 class _ToolExit:
-    __slots__ = ("call_id", "frame", "scope", "span")
+    __slots__ = ("call_id", "frame", "scope")
 
-    def __init__(self, scope: AgentScope, frame: Frame, span: Any, call_id: str) -> None:
+    def __init__(self, scope: AgentScope, frame: Frame, call_id: str) -> None:
         self.scope = scope
         self.frame = frame
-        self.span = span
         self.call_id = call_id
 
     def __call__(self, error: BaseException | None = None) -> None:
