@@ -73,7 +73,10 @@ def requires(present: bool, feature: str) -> pytest.MarkDecorator:
 
 
 def result_text(block: Any) -> str:
-    """A ``ToolResultBlock``'s text, on every release (``content`` is text before 0.0.86)."""
+    """A ``ToolResultBlock``'s text, on every release (``content`` is text before 0.0.86; 0.0.57's
+    ``AfterToolCallEvent.result`` is a list of blocks holding it)."""
+    if isinstance(block, list):
+        block = next(b for b in block if isinstance(b, ToolResultBlock))
     content = block.content
     return content if isinstance(content, str) else block.text
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from flowra.agent import Agent, AgentRuntime, step
-from flowra.agent.flow import HooksImpl, HookSubscription
+from flowra.agent.flow.hooks import HooksImpl, HookSubscription
 from flowra.lib.chat import ChatAgent
 from flowra.lib.turn import hook_events
 from flowra.llm import TextBlock, ToolResultBlock

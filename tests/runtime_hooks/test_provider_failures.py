@@ -30,6 +30,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
+
+from tests.runtime_hooks.support import FLOWRA_VERSION, HAS_LLM_CALLER
+
+if not HAS_LLM_CALLER:
+    pytest.skip(
+        f"LLMCaller, fallback chains and typed LLMError are flowra 0.0.84+; installed: flowra {FLOWRA_VERSION}",
+        allow_module_level=True,
+    )
+
 from flowra.agent import Hooks
 from flowra.lib import FallbackPolicy, LLMCaller
 from flowra.llm import (

@@ -56,7 +56,7 @@ from flowra.agent import (
     InterruptToken,
     ServiceLocator,
 )
-from flowra.agent.flow import HooksImpl, HookSubscription
+from flowra.agent.flow.hooks import HooksImpl, HookSubscription
 from flowra.lib.chat import ChatAgent, ChatConfig, ChatSpec
 from flowra.lib.turn.hook_events import AfterToolCallEvent, BeforeToolCallEvent
 from flowra.llm import (
