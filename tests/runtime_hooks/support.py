@@ -63,6 +63,9 @@ HAS_LLM_ERRORS = importlib.util.find_spec("flowra.llm.errors") is not None
 """0.0.83+: typed provider errors (``flowra.llm.errors.LLMError``), refusals."""
 HAS_LLM_CALLER = hasattr(importlib.import_module("flowra.lib"), "LLMCaller")
 """0.0.84+: ``LLMCaller`` (one ``LLMCallSpan`` per attempt) and fallback chains."""
+CUT_OFF_ANSWERED = hasattr(TurnAgent, "_TurnAgent__incomplete_tool_result")
+"""0.0.77+: the call a cut-off response (``max_tokens``...) ends on is answered with an error; before,
+the turn completes there and none of that response's calls runs."""
 HAS_RESULT_BLOCKS = "list" in str(ToolResultBlock.__dataclass_fields__["content"].type)
 """0.0.86+: ``ToolResultBlock.content`` is a list of blocks (text before)."""
 

@@ -9,6 +9,8 @@ flowra itself, never as version comparisons elsewhere:
 * ``TOOL_SPAN_IN_TOOL_STEP`` (0.0.56 - 0.0.67): the ``ToolCallSpan`` opens inside the tool-call
   agent's step, not around its ``AgentSpan``; the tool's frame is then opened from that
   ``AgentSpan`` (``tool_use_of``);
+* ``CUT_OFF_CALLS_ANSWERED`` (0.0.77+): a response cut off mid tool call has that call answered
+  with an error; before, the turn ends there and no call of that response runs or is answered;
 * ``CALLS_EVENT``: ``BeforeToolCallsEvent`` (0.0.92+; none before: no prefilled calls);
 * ``ToolResultBlock.content`` is a string before 0.0.86 (a list of blocks from then on), and 0.0.57
   alone gives ``AfterToolCallEvent.result`` as a list of blocks (``tool_result_of``);
@@ -44,6 +46,7 @@ from flowra.llm import StopReason, ToolResultBlock, UserMessage
 __all__ = [
     "CALLS_EVENT",
     "CONTENT_EVENTS",
+    "CUT_OFF_CALLS_ANSWERED",
     "CUT_OFF_STOP_REASONS",
     "DELTA_EVENTS",
     "LEDGER_FIELDS",
@@ -139,6 +142,11 @@ ledger has nothing to record)."""
 DELTA_EVENTS: Final[frozenset[type[Any]]] = frozenset({TextDeltaEvent, ThinkingDeltaEvent})
 """Streaming chunks: watched when emitted (time to first chunk), never subscribed to (a handler
 would switch flowra to streaming)."""
+
+CUT_OFF_CALLS_ANSWERED: Final[bool] = hasattr(TurnAgent, "_TurnAgent__incomplete_tool_result")
+"""0.0.77+: ``TurnAgent.call_llm`` answers the call a cut-off response ends on with an error (a
+span of its own, ``flowra.tool.cut_off``). Before, such a response completes the turn: its calls
+never run and nothing answers them, so they get no span (the chat's output shows them as made)."""
 
 CUT_OFF_STOP_REASONS: Final = frozenset(
     {StopReason.MAX_TOKENS, StopReason.STOP_SEQUENCE, StopReason.SCHEMA_VALIDATION_FAILED, StopReason.OTHER}

@@ -391,8 +391,8 @@ class RuntimeTracing:
 
     def response_arrived(self, scope: AgentScope, response: Any, now: int) -> None:
         """A response that ends on a call it cut off (``max_tokens`` and the like): flowra answers
-        that call with an error and never runs it; it gets its span here (every release)."""
-        if response.stop_reason not in CUT_OFF_STOP_REASONS:
+        that call with an error and never runs it; it gets its span here (releases that answer it)."""
+        if response.stop_reason not in CUT_OFF_STOP_REASONS or not _flowra.CUT_OFF_CALLS_ANSWERED:
             return
         try:
             blocks = response.message.blocks or ()
