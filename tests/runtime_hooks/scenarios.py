@@ -37,6 +37,7 @@ from tests.both_lines.line import ToolRun
 from tests.runtime_hooks import conftest as line_conftest
 from tests.runtime_hooks import support
 from tests.runtime_hooks.support import (
+    HAS_RESULT_BLOCKS,
     CustomerParams,
     Script,
     ScriptedProvider,
@@ -45,6 +46,7 @@ from tests.runtime_hooks.support import (
     llm_config,
     lookup_customer,
     registry,
+    replace_result_text,
     research_runtime,
     run_chat,
     run_turn,
@@ -91,11 +93,14 @@ def _response(blocks: list[Any], stop_reason: StopReason, given: Usage | None) -
 
 
 def tool_result_block(tool_use_id: str, text: str) -> ToolResultBlock:
-    return ToolResultBlock(tool_use_id=tool_use_id, content=[TextBlock(text=text)])
+    """A result of this release's shape (its content is text before 0.0.86)."""
+    return ToolResultBlock(tool_use_id=tool_use_id, content=[TextBlock(text=text)] if HAS_RESULT_BLOCKS else text)
 
 
 def tool_result_text(block: Any) -> str:
     assert isinstance(block, ToolResultBlock)
+    if isinstance(block.content, str):
+        return block.content
     return "".join(b.text for b in block.content if isinstance(b, TextBlock))
 
 
@@ -202,11 +207,7 @@ async def customer_run(
 
         def masked_result(event: Event[AfterToolCallEvent]) -> None:
             """The app's own redaction hook: it rewrites the tool result flowra hands on."""
-            result = event.data.result
-            blocks = [
-                dataclasses.replace(b, text=masking(b.text)) if isinstance(b, TextBlock) else b for b in result.content
-            ]
-            event.data.result = dataclasses.replace(result, content=blocks)
+            event.data.result = replace_result_text(event.data.result, masking)
 
         runtime.hooks.on(AfterToolCallEvent, masked_result)
     otel.install(runtime)

@@ -43,6 +43,7 @@ from tests.runtime_hooks.support import (
     explode,
     get_weather,
     research_runtime,
+    result_text,
     run_chat,
     text_response,
     tool_calls_response,
@@ -397,7 +398,7 @@ async def test_a_redaction_point_per_changed_field_and_none_for_unchanged_ones(
     runtime = traced(make_otel_hooks, chat_runtime(provider, get_weather))
     runtime.hooks.on(BeforeToolCallEvent, upper_city)
     await run_chat(runtime)
-    assert provider.requests[1].messages[-1].blocks[0].content[0].text == "Sunny in PARIS"  # type: ignore[union-attr]
+    assert result_text(provider.requests[1].messages[-1].blocks[0]) == "Sunny in PARIS"
     # Counters are cumulative: the result point is still the first run's 1 (this run changed no
     # result), and the arguments point is this run's.
     assert {p for p in snapshot(metric_reader) if p[0] == REDACTIONS} == {
