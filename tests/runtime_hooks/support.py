@@ -66,6 +66,11 @@ HAS_LLM_CALLER = hasattr(importlib.import_module("flowra.lib"), "LLMCaller")
 CUT_OFF_ANSWERED = hasattr(TurnAgent, "_TurnAgent__incomplete_tool_result")
 """0.0.77+: the call a cut-off response (``max_tokens``...) ends on is answered with an error; before,
 the turn completes there and none of that response's calls runs."""
+PARALLEL_SAME_AGENT = not hasattr(
+    importlib.import_module("flowra.agent.runtime.engine").Engine, "_Engine__acquire_persistent_key"
+)
+"""0.0.76+: two live instances of one agent (its persistent key) may run in parallel (the engine
+waits on the key); before, the engine raises "Duplicate persistent key"."""
 HAS_RESULT_BLOCKS = "list" in str(ToolResultBlock.__dataclass_fields__["content"].type)
 """0.0.86+: ``ToolResultBlock.content`` is a list of blocks (text before)."""
 
