@@ -61,7 +61,7 @@ asyncio.run(main())
 
 pytestmark = pytest.mark.skipif(
     FLOWRA not in EDGE_RELEASES,
-    reason=f"the wheel is installed on each line's lowest and highest release ({', '.join(EDGE_RELEASES)})",
+    reason=f"the wheel is installed on each line's and era's lowest and highest release ({', '.join(EDGE_RELEASES)})",
 )
 
 
