@@ -80,6 +80,20 @@ def requires(present: bool, feature: str) -> pytest.MarkDecorator:
     return pytest.mark.skipif(not present, reason=f"{feature}; installed: flowra {FLOWRA_VERSION}")
 
 
+def result_block(result: Any) -> Any:
+    """The ``ToolResultBlock`` of an ``AfterToolCallEvent.result`` (0.0.57: a list holding it)."""
+    return next(b for b in result if isinstance(b, ToolResultBlock)) if isinstance(result, list) else result
+
+
+def append_result_text(result: Any, text: str) -> Any:
+    """``result`` with ``text`` added: a block after its blocks (0.0.86+), else appended to its text."""
+    if isinstance(result, list):
+        return [append_result_text(b, text) if isinstance(b, ToolResultBlock) else b for b in result]
+    if isinstance(result.content, str):
+        return dataclasses.replace(result, content=result.content + text)
+    return dataclasses.replace(result, content=[*result.content, TextBlock(text=text)])
+
+
 def result_text(block: Any) -> str:
     """A ``ToolResultBlock``'s text, on every release (``content`` is text before 0.0.86; 0.0.57's
     ``AfterToolCallEvent.result`` is a list of blocks holding it)."""

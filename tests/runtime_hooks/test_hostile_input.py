@@ -60,6 +60,7 @@ from tests.runtime_hooks.conftest import SpanLedger, assert_all_ended, wrapped_r
 from tests.runtime_hooks.support import (
     CALLS_EVENT,
     HAS_CALLS_EVENT,
+    HAS_RESULT_BLOCKS,
     HAS_TOOL_BLOCKS,
     PARALLEL_SAME_AGENT,
     SSN,
@@ -874,6 +875,7 @@ def media_by_hook(call_id: str) -> Callable[[AgentRuntime], None]:
     )
 
 
+@requires(HAS_RESULT_BLOCKS, "media in a tool result is flowra 0.0.86+ (a result is text before)")
 async def test_bytes_and_media_results_are_recorded_as_the_model_got_them(
     make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter, ledger: SpanLedger
 ) -> None:
