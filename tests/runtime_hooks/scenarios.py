@@ -94,14 +94,16 @@ def _response(blocks: list[Any], stop_reason: StopReason, given: Usage | None) -
 
 def tool_result_block(tool_use_id: str, text: str) -> ToolResultBlock:
     """A result of this release's shape (its content is text before 0.0.86)."""
-    return ToolResultBlock(tool_use_id=tool_use_id, content=[TextBlock(text=text)] if HAS_RESULT_BLOCKS else text)
+    content: Any = [TextBlock(text=text)] if HAS_RESULT_BLOCKS else text
+    return ToolResultBlock(tool_use_id=tool_use_id, content=content)
 
 
 def tool_result_text(block: Any) -> str:
     assert isinstance(block, ToolResultBlock)
-    if isinstance(block.content, str):
-        return block.content
-    return "".join(b.text for b in block.content if isinstance(b, TextBlock))
+    content: Any = block.content  # text before 0.0.86
+    if isinstance(content, str):
+        return content
+    return "".join(b.text for b in content if isinstance(b, TextBlock))
 
 
 # --------------------------------------------------------------------------------------- tools

@@ -309,10 +309,11 @@ def canonical_result(content: Sequence[Any] | str) -> str:
     0.0.86, else the JSON of its content blocks' fields, keys sorted, compact, non-ASCII kept."""
     if isinstance(content, str):
         return content
+    blocks: list[Any] = list(content)
     if not HAS_RESULT_BLOCKS:
-        return "\n\n".join(b.text for b in content)
+        return "\n\n".join(b.text for b in blocks)
     return json.dumps(
-        [dataclasses.asdict(b) for b in content], sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        [dataclasses.asdict(b) for b in blocks], sort_keys=True, separators=(",", ":"), ensure_ascii=False
     )
 
 
