@@ -1,4 +1,4 @@
-"""``RuntimeTracing``: one runtime's flowra 0.0.86+ spans and events, turned into core invocations.
+"""``RuntimeTracing``: one runtime's flowra 0.0.56+ spans and events, turned into core invocations.
 
 What flowra reports, and what becomes of it:
 
