@@ -1,4 +1,4 @@
-"""The scenarios of ``tests/both_lines/`` on flowra 0.0.86 - 0.0.93: flowra's ``ChatAgent`` /
+"""The scenarios of ``tests/both_lines/`` on flowra 0.0.56 - 0.0.93: flowra's ``ChatAgent`` /
 ``TurnAgent`` on an ``AgentRuntime`` with the plugin installed on it (the same names as
 ``tests/hook_registry/scenarios.py``; the protocol is ``tests.both_lines.line.Scenarios``)."""
 
