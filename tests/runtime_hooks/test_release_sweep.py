@@ -12,11 +12,13 @@ registered after tracing masks the SSN before any model sees it. Checked on each
 * content after every hook: the masked record on the tool span, the ledger naming the hook, no
   SSN anywhere (spans and their events);
 * the OpenTelemetry context: each ``probe`` saw its own ``execute_tool`` span current;
-* metrics: operation duration and token usage for the chats and the tools' agent.
+* metrics: operation duration and token usage for the chats and the tools' agent;
+* and that the release's own requirements are installed (the sweep installs it without them).
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +26,7 @@ from flowra.agent import Event
 from flowra.lib.turn.hook_events import AfterToolCallEvent
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from packaging.requirements import Requirement
 
 from flowra_otel import OtelHooks
 from flowra_otel.core import semconv
@@ -145,3 +148,15 @@ async def test_one_traced_run_keeps_every_guarantee_on_this_release(
     ):
         assert points.get(name, 0) >= 1, (name, points)
     assert_all_ended(ledger, span_exporter)
+
+
+def test_this_releases_requirements_are_installed() -> None:
+    """The sweep installs each release without its dependencies (one environment for all, from the
+    lock): every release 0.0.56 - 0.0.93 asks for httpx, jsonschema and marshmallow-recipe, which
+    the lock satisfies; a release that asked for more would fail here, not in a confusing import."""
+    for line in importlib.metadata.requires("flowra") or []:
+        requirement = Requirement(line)
+        if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
+            continue  # an extra's (a provider SDK): not installed by an app that does not ask for it
+        installed = importlib.metadata.version(requirement.name)
+        assert requirement.specifier.contains(installed, prereleases=True), (line, installed, FLOWRA_VERSION)
