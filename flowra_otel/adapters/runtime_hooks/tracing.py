@@ -10,7 +10,8 @@ What flowra reports, and what becomes of it:
   made current (attached and detached in the step's own task) while the provider is called, so
   HTTP client spans made there nest under it. Its output waits until the ``BeforeToolCallEvent``
   hooks of its response ran: the tool calls it shows are the ones that run.
-* ``ToolCallSpan`` (opened with the tool-call agent): an ``execute_tool`` span, current for the
+* ``ToolCallSpan`` (opened with the tool-call agent; on 0.0.56 - 0.0.67, where it opens inside that
+  agent's step, the agent's own ``AgentSpan`` stands for it): an ``execute_tool`` span, current for the
   tool's steps and the parent of an agent used as a tool. It ends when the tool returned, but its
   result is written only once the value the model is given is known: the matching result in the
   agent's next LLM request, or in the turn's messages when the agent ends (every hook, global or
