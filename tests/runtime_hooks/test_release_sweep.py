@@ -4,8 +4,9 @@
 each installed in turn into one shared environment); the whole modern suite runs on the era
 boundaries and the full suite on the home release. One ``ChatAgent`` run, content on: the model
 asks for two ``probe`` calls and the ``research`` agent (used as a tool) in one message, so they
-run in parallel; the researcher looks a customer up, and a global ``AfterToolCallEvent`` hook
-registered after tracing masks the SSN before any model sees it. Checked on each release:
+run in parallel; the researcher looks a customer up, and an ``AfterToolCallEvent`` hook scoped to
+the researcher (flowra runs agent-scoped hooks after every global one, the tracing's included)
+masks the SSN before any model sees it. Checked on each release:
 
 * the span tree: every tool span under the chat's agent, the researcher's agent under its tool's
   span, its own chat and tool spans under it, one trace, every span ended once;
@@ -55,7 +56,7 @@ CHAT = "chat sonnet-4-5"
 
 
 def redact_ssn(event: Event[AfterToolCallEvent]) -> None:
-    """The app's redaction hook (global, registered after tracing)."""
+    """The app's redaction hook (scoped to the researcher, registered after tracing)."""
     event.data.result = replace_result_text(event.data.result, lambda text: text.replace(SSN, REDACTED))
 
 
@@ -96,7 +97,7 @@ async def test_one_traced_run_keeps_every_guarantee_on_this_release(
         services={ResearcherSetup: ResearcherSetup(provider=researcher, tools=(lookup_customer,))},
     )
     traced(make_otel_hooks, runtime, capture_content=True)
-    runtime.hooks.on(AfterToolCallEvent, redact_ssn)
+    runtime.hooks.on(AfterToolCallEvent, redact_ssn, scope=ResearcherAgent)  # agent-scoped: runs after us
 
     result = await run_chat(runtime, "Look around")
     assert result.response == "done", FLOWRA_VERSION
