@@ -11,8 +11,9 @@ When a handler replaces ``BeforeToolCallEvent.tool_use`` or ``AfterToolCallEvent
   without being stored.
 
 Canonical form: the result is ``ToolResultBlock.content`` as is when it is text (flowra 0.0.3 -
-0.0.8), else the canonical JSON of its content blocks (0.0.86 and later: each block's dataclass
-fields, ``json.dumps([dataclasses.asdict(b) for b in content], sort_keys=True, separators=(",", ":"),
+0.0.8 and 0.0.56 - 0.0.85; 0.0.57 gives a list of blocks: its ``ToolResultBlock``), else the
+canonical JSON of its content blocks (0.0.86 and later: each block's dataclass fields,
+``json.dumps([dataclasses.asdict(b) for b in content], sort_keys=True, separators=(",", ":"),
 ensure_ascii=False)``); the arguments are
 ``json.dumps(tool_use.input, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``.
 The ledger is recorded whether or not content capture is on: it holds no content.
@@ -55,6 +56,8 @@ def handler_name(handler: Any) -> str:
 def canonical(field: str, value: Any) -> str:
     """The text a field's length and HMAC are computed over (see module docstring)."""
     if field == FIELD_RESULT:
+        if isinstance(value, list):  # a result given as a list of blocks (flowra 0.0.57): its result block
+            value = next((b for b in value if hasattr(b, "tool_use_id")), None)
         content = getattr(value, "content", "")
         return content if isinstance(content, str) else canonical_json(content)
     return canonical_json(getattr(value, "input", None))

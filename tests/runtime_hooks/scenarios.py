@@ -1,4 +1,4 @@
-"""The scenarios of ``tests/both_lines/`` on flowra 0.0.86 - 0.0.93: flowra's ``ChatAgent`` /
+"""The scenarios of ``tests/both_lines/`` on flowra 0.0.56 - 0.0.93: flowra's ``ChatAgent`` /
 ``TurnAgent`` on an ``AgentRuntime`` with the plugin installed on it (the same names as
 ``tests/hook_registry/scenarios.py``; the protocol is ``tests.both_lines.line.Scenarios``)."""
 
@@ -37,6 +37,7 @@ from tests.both_lines.line import ToolRun
 from tests.runtime_hooks import conftest as line_conftest
 from tests.runtime_hooks import support
 from tests.runtime_hooks.support import (
+    HAS_RESULT_BLOCKS,
     CustomerParams,
     Script,
     ScriptedProvider,
@@ -45,6 +46,7 @@ from tests.runtime_hooks.support import (
     llm_config,
     lookup_customer,
     registry,
+    replace_result_text,
     research_runtime,
     run_chat,
     run_turn,
@@ -91,12 +93,17 @@ def _response(blocks: list[Any], stop_reason: StopReason, given: Usage | None) -
 
 
 def tool_result_block(tool_use_id: str, text: str) -> ToolResultBlock:
-    return ToolResultBlock(tool_use_id=tool_use_id, content=[TextBlock(text=text)])
+    """A result of this release's shape (its content is text before 0.0.86)."""
+    content: Any = [TextBlock(text=text)] if HAS_RESULT_BLOCKS else text
+    return ToolResultBlock(tool_use_id=tool_use_id, content=content)
 
 
 def tool_result_text(block: Any) -> str:
     assert isinstance(block, ToolResultBlock)
-    return "".join(b.text for b in block.content if isinstance(b, TextBlock))
+    content: Any = block.content  # text before 0.0.86
+    if isinstance(content, str):
+        return content
+    return "".join(b.text for b in content if isinstance(b, TextBlock))
 
 
 # --------------------------------------------------------------------------------------- tools
@@ -202,11 +209,7 @@ async def customer_run(
 
         def masked_result(event: Event[AfterToolCallEvent]) -> None:
             """The app's own redaction hook: it rewrites the tool result flowra hands on."""
-            result = event.data.result
-            blocks = [
-                dataclasses.replace(b, text=masking(b.text)) if isinstance(b, TextBlock) else b for b in result.content
-            ]
-            event.data.result = dataclasses.replace(result, content=blocks)
+            event.data.result = replace_result_text(event.data.result, masking)
 
         runtime.hooks.on(AfterToolCallEvent, masked_result)
     otel.install(runtime)

@@ -1,10 +1,14 @@
-"""Test support for flowra 0.0.86 - 0.0.93: real agents through a real ``AgentRuntime``.
+"""Test support for flowra 0.0.56 - 0.0.93: real agents through a real ``AgentRuntime``.
 
 A scripted ``LLMProvider`` (it answers from a list and records every request; it streams when
 flowra asks it to), real ``@tool`` functions, flowra's own ``ChatAgent`` / ``TurnAgent`` and an
-agent used as a tool (``make_agent_tool``), built the way flowra's own examples build them. The
-hook code of 0.0.86 - 0.0.93 is byte-identical, so nothing here depends on the release; 0.0.89
-let a tool answer with blocks (``HAS_TOOL_BLOCKS``), 0.0.92 added ``BeforeToolCallsEvent``
+agent used as a tool (``make_agent_tool``), built the way flowra's own examples build them. What
+differs by release is named here, read from flowra itself, and a test that needs a feature skips
+with the reason where the release lacks it: ``ToolResultBlock.content`` is text before 0.0.86 and
+0.0.57's ``AfterToolCallEvent.result`` a list of blocks (``result_text``, ``replace_result_text``),
+``LLMResponse.model`` is 0.0.82+ (``HAS_RESPONSE_MODEL``), typed ``LLMError`` 0.0.83+
+(``HAS_LLM_ERRORS``), ``LLMCaller`` and fallback 0.0.84+ (``HAS_LLM_CALLER``), 0.0.89 let a tool
+answer with blocks (``HAS_TOOL_BLOCKS``), 0.0.92 added ``BeforeToolCallsEvent``
 (``HAS_CALLS_EVENT``), 0.0.93 ``TurnConfig.render`` (``HAS_RENDER``).
 """
 
@@ -12,10 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import importlib
 import importlib.metadata
+import importlib.util
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, ClassVar
 
+import pytest
 from flowra.agent import Agent, AgentDefinitionRef, AgentRuntime, AgentStore, ServiceLocator, Spawn, step
 from flowra.lib import LLMConfig
 from flowra.lib.chat import ChatAgent, ChatConfig, ChatResult, ChatSpec
@@ -32,6 +39,7 @@ from flowra.llm import (
     SystemMessage,
     TextBlock,
     TextDelta,
+    ToolResultBlock,
     ToolUseBlock,
     Usage,
     UserMessage,
@@ -48,6 +56,64 @@ HAS_TOOL_BLOCKS = hasattr(ToolResult, "blocks")
 """0.0.89+: a tool answers with blocks (``ToolResult.content`` a list of blocks, media included;
 a ``@tool`` function may return a ``ToolResult``). Before, a tool's answer is text: media reaches
 a tool result only through a hook (``AfterToolCallEvent.result``)."""
+
+HAS_RESPONSE_MODEL = "model" in getattr(LLMResponse, "__dataclass_fields__", {})
+"""0.0.82+: ``LLMResponse.model`` (the model that answered)."""
+HAS_LLM_ERRORS = importlib.util.find_spec("flowra.llm.errors") is not None
+"""0.0.83+: typed provider errors (``flowra.llm.errors.LLMError``), refusals."""
+HAS_LLM_CALLER = hasattr(importlib.import_module("flowra.lib"), "LLMCaller")
+"""0.0.84+: ``LLMCaller`` (one ``LLMCallSpan`` per attempt) and fallback chains."""
+CUT_OFF_ANSWERED = hasattr(TurnAgent, "_TurnAgent__incomplete_tool_result")
+"""0.0.77+: the call a cut-off response (``max_tokens``...) ends on is answered with an error; before,
+the turn completes there and none of that response's calls runs."""
+PARALLEL_SAME_AGENT = not hasattr(
+    importlib.import_module("flowra.agent.runtime.engine").Engine, "_Engine__acquire_persistent_key"
+)
+"""0.0.76+: two live instances of one agent (its persistent key) may run in parallel (the engine
+waits on the key); before, the engine raises "Duplicate persistent key"."""
+HAS_RESULT_BLOCKS = "list" in str(ToolResultBlock.__dataclass_fields__["content"].type)
+"""0.0.86+: ``ToolResultBlock.content`` is a list of blocks (text before)."""
+
+
+def requires(present: bool, feature: str) -> pytest.MarkDecorator:
+    """Skip, saying why, on a release that lacks ``feature`` (never a silent gap)."""
+    return pytest.mark.skipif(not present, reason=f"{feature}; installed: flowra {FLOWRA_VERSION}")
+
+
+def result_block(result: Any) -> Any:
+    """The ``ToolResultBlock`` of an ``AfterToolCallEvent.result`` (0.0.57: a list holding it)."""
+    return next(b for b in result if isinstance(b, ToolResultBlock)) if isinstance(result, list) else result
+
+
+def append_result_text(result: Any, text: str) -> Any:
+    """``result`` with ``text`` added: a block after its blocks (0.0.86+), else appended to its text."""
+    if isinstance(result, list):
+        return [append_result_text(b, text) if isinstance(b, ToolResultBlock) else b for b in result]
+    if isinstance(result.content, str):
+        return dataclasses.replace(result, content=result.content + text)
+    return dataclasses.replace(result, content=[*result.content, TextBlock(text=text)])
+
+
+def result_text(block: Any) -> str:
+    """A ``ToolResultBlock``'s text, on every release (``content`` is text before 0.0.86; 0.0.57's
+    ``AfterToolCallEvent.result`` is a list of blocks holding it)."""
+    if isinstance(block, list):
+        block = next(b for b in block if isinstance(b, ToolResultBlock))
+    content = block.content
+    return content if isinstance(content, str) else block.text
+
+
+def replace_result_text(result: Any, change: Callable[[str], str]) -> Any:
+    """``AfterToolCallEvent.result`` with ``change`` applied to its text, in the release's shape:
+    a ``ToolResultBlock`` whose content is text (before 0.0.86) or blocks, or 0.0.57's list of
+    blocks."""
+    if isinstance(result, list):
+        return [replace_result_text(b, change) if isinstance(b, ToolResultBlock) else b for b in result]
+    if isinstance(result.content, str):
+        return dataclasses.replace(result, content=change(result.content))
+    blocks = [dataclasses.replace(b, text=change(b.text)) if isinstance(b, TextBlock) else b for b in result.content]
+    return dataclasses.replace(result, content=blocks)
+
 
 MODEL = "anthropic/sonnet-4-5"
 SYSTEM_PROMPT = "You are a helpful assistant."

@@ -70,6 +70,7 @@ from tests.runtime_hooks.conftest import SpanLedger, assert_all_ended, traced, w
 from tests.runtime_hooks.support import (
     CARD,
     HAS_CALLS_EVENT,
+    HAS_RESULT_BLOCKS,
     SSN,
     CityParams,
     ScriptedProvider,
@@ -79,6 +80,9 @@ from tests.runtime_hooks.support import (
     get_weather,
     llm_config,
     lookup_customer,
+    replace_result_text,
+    requires,
+    result_text,
     system,
     text_response,
     tool_calls_response,
@@ -125,10 +129,7 @@ def mask(text: str, *secrets: str) -> str:
 
 def masked(result: ToolResultBlock, *secrets: str) -> ToolResultBlock:
     """``result`` with each secret masked in its text blocks (a new block, as a hook makes it)."""
-    blocks = [
-        dataclasses.replace(b, text=mask(b.text, *secrets)) if isinstance(b, TextBlock) else b for b in result.content
-    ]
-    return dataclasses.replace(result, content=blocks)
+    return replace_result_text(result, lambda text: mask(text, *secrets))  # type: ignore[no-any-return]
 
 
 def scrubbed_call(tool_use: ToolUseBlock) -> ToolUseBlock:
@@ -250,7 +251,7 @@ def given(request: LLMRequest, call_id: str) -> ToolResultBlock:
 
 def echo(call_id: str) -> Callable[[LLMRequest], LLMResponse]:
     """A model answer quoting the result it was given for ``call_id`` (so the run's output carries it)."""
-    return lambda request: text_response(f"On file: {given(request, call_id).text}")
+    return lambda request: text_response(f"On file: {result_text(given(request, call_id))}")
 
 
 def customer_script() -> ScriptedProvider:
@@ -303,11 +304,16 @@ def redaction_points(reader: InMemoryMetricReader) -> list[tuple[dict[str, Any],
     return points
 
 
-def canonical_result(content: Sequence[Any]) -> str:
-    """The ledger's canonical form of a 0.0.86+ result (``flowra_otel.core.redaction``): the JSON
-    of its content blocks' fields, keys sorted, compact, non-ASCII kept."""
+def canonical_result(content: Sequence[Any] | str) -> str:
+    """The ledger's canonical form of a result (``flowra_otel.core.redaction``): its text before
+    0.0.86, else the JSON of its content blocks' fields, keys sorted, compact, non-ASCII kept."""
+    if isinstance(content, str):
+        return content
+    blocks: list[Any] = list(content)
+    if not HAS_RESULT_BLOCKS:
+        return "\n\n".join(b.text for b in blocks)
     return json.dumps(
-        [dataclasses.asdict(b) for b in content], sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        [dataclasses.asdict(b) for b in blocks], sort_keys=True, separators=(",", ":"), ensure_ascii=False
     )
 
 
@@ -366,7 +372,7 @@ async def test_a_redacted_tool_result_is_recorded_as_the_model_got_it(
     provider = customer_script()
     runtime, chat = redacting_runtime(registration, make_otel_hooks, provider, lookup_customer, capture_content=True)
     result = await run_as(runtime, chat)
-    sent = given(provider.requests[1], "c1").text
+    sent = result_text(given(provider.requests[1], "c1"))
     assert sent == MASKED_RECORD  # the hooks really redacted what the model got
     assert result.response == f"On file: {sent}"
 
@@ -409,7 +415,7 @@ async def test_each_mechanism_removed_shows_what_it_guards(
     provider = customer_script()
     runtime, chat = redacting_runtime(BOTH, make_otel_hooks, provider, lookup_customer, capture_content=True)
     await run_as(runtime, chat)
-    assert given(provider.requests[1], "c1").text == MASKED_RECORD  # flowra itself is unaffected
+    assert result_text(given(provider.requests[1], "c1")) == MASKED_RECORD  # flowra itself is unaffected
     (tool,) = named(span_exporter, "execute_tool lookup_customer")
     if EARLY_EMIT in removed:
         assert ledger_of(tool) == {}
@@ -435,16 +441,16 @@ async def test_a_redacted_exception_text_is_recorded_as_the_model_got_it(
     runtime, chat = redacting_runtime(registration, make_otel_hooks, provider, unlock, capture_content=True)
     await run_as(runtime, chat)
     sent = given(provider.requests[1], "c1")
-    assert (sent.text, sent.is_error) == ("Error: vault of Oslo refused [PIN]", True)
+    assert (result_text(sent), sent.is_error) == ("Error: vault of Oslo refused [PIN]", True)
 
     (tool,) = named(span_exporter, "execute_tool unlock")
-    assert (tool.status.status_code, tool.status.description) == (StatusCode.ERROR, sent.text)
+    assert (tool.status.status_code, tool.status.description) == (StatusCode.ERROR, result_text(sent))
     assert attrs(tool)[semconv.FLOWRA_TOOL_IS_ERROR] is True
     assert attrs(tool)[semconv.FLOWRA_TOOL_ERROR_KIND] == "execution"
     assert semconv.GEN_AI_TOOL_CALL_RESULT not in attrs(tool)  # an error's text goes in the status
     (_, chat2) = named(span_exporter, "chat sonnet-4-5")
     assert parts(json_attr(chat2, semconv.GEN_AI_INPUT_MESSAGES), "tool_call_response") == [
-        {"type": "tool_call_response", "id": "c1", "response": sent.text}
+        {"type": "tool_call_response", "id": "c1", "response": result_text(sent)}
     ]
     assert_no_leak(spans(span_exporter), [PIN])
 
@@ -543,7 +549,7 @@ async def test_without_redaction_hooks_every_secret_is_found_where_it_was_record
 # ==================================================================================== flowra's own changes
 def note_seen(seen: list[str]) -> Callable[[Event[AfterToolCallEvent]], None]:
     def note(event: Event[AfterToolCallEvent]) -> None:
-        seen.append(event.data.result.text)
+        seen.append(result_text(event.data.result))
 
     return note
 
@@ -567,26 +573,30 @@ async def test_max_consecutive_errors_replacement_is_what_is_recorded(
     await run_as(runtime, ChatAgent)
     sent = given(provider.requests[1], "c1")
     assert (
-        sent.is_error and sent.text == "Tool explode has failed 1 times consecutively. Please try a different approach."
+        sent.is_error
+        and result_text(sent) == "Tool explode has failed 1 times consecutively. Please try a different approach."
     )
     (hooked,) = seen
-    assert "boom in Oslo" in hooked and hooked != sent.text
+    assert "boom in Oslo" in hooked and hooked != result_text(sent)
 
     (tool,) = named(span_exporter, "execute_tool explode")
     (_, chat2) = named(span_exporter, "chat sonnet-4-5")
     assert parts(json_attr(chat2, semconv.GEN_AI_INPUT_MESSAGES), "tool_call_response") == [
-        {"type": "tool_call_response", "id": "c1", "response": sent.text}
+        {"type": "tool_call_response", "id": "c1", "response": result_text(sent)}
     ]
     assert tool.status.status_code == StatusCode.ERROR
     assert attrs(tool)[semconv.FLOWRA_TOOL_IS_ERROR] is True
     if settle:
-        assert tool.status.description == sent.text
+        assert tool.status.description == result_text(sent)
         assert_no_leak(spans(span_exporter), ["boom in Oslo"])
     else:  # the negative: the error the hooks saw, which the model never got
         assert tool.status.description == hooked
         assert leak_places(span_exporter, ["boom in Oslo"]) == {("execute_tool explode", "status description")}
 
 
+@requires(
+    HAS_RESULT_BLOCKS, "additional blocks join the tool result's content from flowra 0.0.86 (before, they follow it)"
+)
 @pytest.mark.parametrize("settle", [True, False], ids=["settled", "without_settle"])
 async def test_additional_blocks_are_part_of_the_recorded_result(
     settle: bool, remove: Callable[..., None], make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter
@@ -605,11 +615,11 @@ async def test_additional_blocks_are_part_of_the_recorded_result(
     (tool,) = named(span_exporter, "execute_tool get_weather")
     (_, chat2) = named(span_exporter, "chat sonnet-4-5")
     assert parts(json_attr(chat2, semconv.GEN_AI_INPUT_MESSAGES), "tool_call_response") == [
-        {"type": "tool_call_response", "id": "c1", "response": sent.text}
+        {"type": "tool_call_response", "id": "c1", "response": result_text(sent)}
     ]
     recorded = attrs(tool)[semconv.GEN_AI_TOOL_CALL_RESULT]
     if settle:
-        assert recorded == wrapped_result(sent.text) == wrapped_result("Sunny in Oslo\n\n(checked by policy)")
+        assert recorded == wrapped_result(result_text(sent)) == wrapped_result("Sunny in Oslo\n\n(checked by policy)")
     else:  # the negative: the result without the block the model got
         assert recorded == wrapped_result("Sunny in Oslo")
 
@@ -637,7 +647,7 @@ async def test_rewritten_arguments_are_recorded_on_the_tool_and_the_chat(
     # flowra ran the rewritten call and sent it back to the model as the call it made.
     (call,) = [b for b in provider.requests[1].messages[-2].blocks if isinstance(b, ToolUseBlock)]
     assert call.input == final
-    assert given(provider.requests[1], "c1").text == "Sunny in Oslo, card [CARD]"
+    assert result_text(given(provider.requests[1], "c1")) == "Sunny in Oslo, card [CARD]"
 
     (tool,) = named(span_exporter, "execute_tool get_weather")
     chat1, chat2 = named(span_exporter, "chat sonnet-4-5")
@@ -762,7 +772,7 @@ async def test_a_hook_redirecting_the_call_names_the_tool_that_ran(
     runtime = traced(make_otel_hooks, chat_runtime(provider, lookup_customer, get_weather), capture_content=True)
     runtime.hooks.on(BeforeToolCallEvent, redirect_to_the_weather)
     await run_as(runtime, ChatAgent)
-    assert given(provider.requests[1], "c1").text == "Sunny in Oslo"
+    assert result_text(given(provider.requests[1], "c1")) == "Sunny in Oslo"
 
     assert_no_leak(spans(span_exporter), [SSN, CARD])  # lookup_customer never ran
     (tool,) = [s for s in spans(span_exporter) if s.name.startswith("execute_tool ")]
@@ -778,7 +788,10 @@ async def test_a_hook_redirecting_the_call_names_the_tool_that_ran(
 # ==================================================================================== the redaction ledger
 def note_reviewed(event: Event[AfterToolCallEvent]) -> None:
     result = event.data.result
-    event.data.result = dataclasses.replace(result, content=[*result.content, TextBlock(text="(reviewed)")])
+    if HAS_RESULT_BLOCKS:
+        event.data.result = dataclasses.replace(result, content=[*result.content, TextBlock(text="(reviewed)")])
+    else:  # the result's content is text before flowra 0.0.86
+        event.data.result = replace_result_text(result, lambda text: f"{text}\n\n(reviewed)")
 
 
 @pytest.mark.parametrize("capture", [True, False], ids=["capture_on", "capture_off"])
@@ -800,7 +813,7 @@ async def test_ledger_names_global_and_scoped_handlers_in_order_whatever_the_cap
     runtime.hooks.on(AfterToolCallEvent, note_reviewed)
     await run_as(runtime, CardRedactingChat)
     sent = given(provider.requests[1], "c1")
-    assert [b.text for b in sent.content if isinstance(b, TextBlock)] == [MASKED_RECORD, "(reviewed)"]
+    assert result_text(sent) == f"{MASKED_RECORD}\n\n(reviewed)"
 
     (tool,) = named(span_exporter, "execute_tool lookup_customer")
     original = canonical_result([TextBlock(text=RECORD)])
@@ -822,7 +835,7 @@ async def test_ledger_names_global_and_scoped_handlers_in_order_whatever_the_cap
     assert_all_ended(ledger, span_exporter)
     finished = spans(span_exporter)
     if capture:
-        assert attrs(tool)[semconv.GEN_AI_TOOL_CALL_RESULT] == wrapped_result(sent.text)
+        assert attrs(tool)[semconv.GEN_AI_TOOL_CALL_RESULT] == wrapped_result(result_text(sent))
         assert_no_leak(finished, [SSN, CARD])
     else:  # no content at all: neither the secrets, nor the redacted values, nor the run's text
         for span in finished:
@@ -858,11 +871,11 @@ class ModelScrubber:
 
     async def scrub(self, event: Event[AfterToolCallEvent]) -> None:
         raw = event.data.result
-        result = await self.runtime.run(agent=TurnAgent, spec=TurnSpec.text(f"Remove identifiers: {raw.text}"))
+        result = await self.runtime.run(agent=TurnAgent, spec=TurnSpec.text(f"Remove identifiers: {result_text(raw)}"))
         message = getattr(result, "result_message", None)
         assert isinstance(message, AssistantMessage)
         text = "".join(b.text for b in message.blocks if isinstance(b, TextBlock))
-        event.data.result = dataclasses.replace(raw, content=[TextBlock(text=text)])
+        event.data.result = replace_result_text(raw, lambda _: text)
 
 
 def scrubber_runtime(provider: ScriptedProvider) -> AgentRuntime:
@@ -902,7 +915,7 @@ async def test_an_agent_run_started_by_a_hook_records_no_content(
     runtime.hooks.on(AfterToolCallEvent, ModelScrubber(scrubber).scrub)
     await run_as(runtime, ChatAgent)
     assert SSN in repr(small.requests[0].messages)  # the small model really got the raw record
-    sent = given(provider.requests[1], "c1").text
+    sent = result_text(given(provider.requests[1], "c1"))
     assert sent == MASKED_RECORD
 
     tree = span_tree.build(span_exporter.get_finished_spans())
@@ -1047,7 +1060,7 @@ async def test_redact_applies_to_tool_results_and_arguments_after_the_hooks(
     )
     runtime.hooks.on(AfterToolCallEvent, mask_ssn)
     await run_as(runtime, ChatAgent)
-    sent = given(provider.requests[1], "c1").text
+    sent = result_text(given(provider.requests[1], "c1"))
     assert sent == f"Ada {CARD}: SSN [SSN], card {CARD}"  # the model got the card (no hook masks it)
 
     (tool,) = named(span_exporter, "execute_tool lookup_customer")
@@ -1115,8 +1128,8 @@ async def test_prefilled_and_cut_off_calls_carry_the_result_the_model_got(
     await run_as(runtime, ChatAgent)
     request = provider.requests[1]
     prefilled, ran, cut_off = (given(request, c) for c in ("c1", "c2", "c3"))
-    assert prefilled.text == f"cached: {MASKED_RECORD}"
-    assert (ran.text, cut_off.text, cut_off.is_error) == ("Sunny in Oslo", CUT_OFF_TEXT, True)
+    assert result_text(prefilled) == f"cached: {MASKED_RECORD}"
+    assert (result_text(ran), result_text(cut_off), cut_off.is_error) == ("Sunny in Oslo", CUT_OFF_TEXT, True)
     assert_all_ended(ledger, span_exporter)
 
     tools = {
@@ -1150,11 +1163,11 @@ async def test_prefilled_and_cut_off_calls_carry_the_result_the_model_got(
         semconv.GEN_AI_TOOL_CALL_ARGUMENTS: '{"name":"Ada"}',
         semconv.FLOWRA_TOOL_PREFILLED: True,
     }
-    assert attrs(tools["c2"])[semconv.GEN_AI_TOOL_CALL_RESULT] == wrapped_result(ran.text)
+    assert attrs(tools["c2"])[semconv.GEN_AI_TOOL_CALL_RESULT] == wrapped_result(result_text(ran))
     if mechanisms:
         assert attrs(tools["c1"]) == {
             **prefilled_attrs,
-            semconv.GEN_AI_TOOL_CALL_RESULT: wrapped_result(prefilled.text),
+            semconv.GEN_AI_TOOL_CALL_RESULT: wrapped_result(result_text(prefilled)),
             "flowra.redaction.applied": True,
             "flowra.redaction.fields": ["result"],
             "flowra.redaction.result.handlers": [f"{__name__}.mask_record"],
@@ -1162,7 +1175,8 @@ async def test_prefilled_and_cut_off_calls_carry_the_result_the_model_got(
             "flowra.redaction.result.final_length": len(canonical_result(prefilled.content)),
         }
         assert attrs(tools["c3"]) == cut_off_attrs
-        assert (tools["c3"].status.status_code, tools["c3"].status.description) == (StatusCode.ERROR, cut_off.text)
+        status = tools["c3"].status
+        assert (status.status_code, status.description) == (StatusCode.ERROR, result_text(cut_off))
         assert_no_leak(spans(span_exporter), [SSN, CARD])
     else:  # the negative: the prefilled span carries the raw cached record, the cut-off one no error
         assert attrs(tools["c1"]) == {

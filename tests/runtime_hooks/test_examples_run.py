@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 from tests import examples_run
+from tests.runtime_hooks.support import HAS_RESULT_BLOCKS, requires
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -84,6 +85,7 @@ def test_multi_agent_prints_the_nested_tree() -> None:
     )
 
 
+@requires(HAS_RESULT_BLOCKS, "examples/redaction_audit.py's hook edits result blocks (flowra 0.0.86+)")
 def test_redaction_audit_is_clean_with_the_hook_and_finds_the_leak_without() -> None:
     out = run_example("redaction_audit.py").stdout
     clean, leaky = out.split("=== audit without it (a planted leak): exit status 1\n")

@@ -19,7 +19,7 @@ import pytest
 from flowra.agent import Event
 from flowra.lib.observability import TextDeltaEvent
 from flowra.lib.turn.hook_events import AfterToolCallEvent, BeforeToolCallEvent
-from flowra.llm import LLMResponse, TextBlock
+from flowra.llm import LLMResponse
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import (
     AggregationTemporality,
@@ -39,10 +39,13 @@ from tests import span_tree
 from tests.runtime_hooks.conftest import SpanLedger, assert_all_ended, traced
 from tests.runtime_hooks.support import (
     ScriptedProvider,
+    append_result_text,
     chat_runtime,
     explode,
     get_weather,
     research_runtime,
+    result_block,
+    result_text,
     run_chat,
     text_response,
     tool_calls_response,
@@ -187,8 +190,8 @@ def main_script() -> list[LLMResponse]:
 def mark_reviewed(event: Event[AfterToolCallEvent]) -> None:
     """Changes a working tool's result: one ``flowra.redactions`` point."""
     result = event.data.result
-    if not result.is_error:
-        event.data.result = dataclasses.replace(result, content=[*result.content, TextBlock(text=" (reviewed)")])
+    if not result_block(result).is_error:
+        event.data.result = append_result_text(result, " (reviewed)")
 
 
 async def run_main(
@@ -397,7 +400,7 @@ async def test_a_redaction_point_per_changed_field_and_none_for_unchanged_ones(
     runtime = traced(make_otel_hooks, chat_runtime(provider, get_weather))
     runtime.hooks.on(BeforeToolCallEvent, upper_city)
     await run_chat(runtime)
-    assert provider.requests[1].messages[-1].blocks[0].content[0].text == "Sunny in PARIS"  # type: ignore[union-attr]
+    assert result_text(provider.requests[1].messages[-1].blocks[0]) == "Sunny in PARIS"
     # Counters are cumulative: the result point is still the first run's 1 (this run changed no
     # result), and the arguments point is this run's.
     assert {p for p in snapshot(metric_reader) if p[0] == REDACTIONS} == {

@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 from flowra.agent import Agent, AgentRuntime, step
-from flowra.agent.flow import HooksImpl, HookSubscription
+from flowra.agent.flow.hooks import HooksImpl, HookSubscription
 from flowra.lib.chat import ChatAgent
 from flowra.lib.turn import hook_events
-from flowra.llm import TextBlock, ToolResultBlock
+from flowra.llm import ToolResultBlock
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader, NumberDataPoint
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -36,6 +36,8 @@ from tests.runtime_hooks.support import (
     ScriptedProvider,
     chat_runtime,
     lookup_customer,
+    replace_result_text,
+    result_text,
     run_chat,
     text_response,
     tool_calls_response,
@@ -55,9 +57,7 @@ LEDGER_KEYS = (
 
 def scrub_ssn(event: Any) -> None:
     """The app's redaction hook (agent-scoped): the model never sees the SSN."""
-    result = event.data.result
-    text = "".join(b.text for b in result.content if isinstance(b, TextBlock)).replace(SSN, "[SSN]")
-    event.data.result = ToolResultBlock(tool_use_id=result.tool_use_id, content=[TextBlock(text=text)])
+    event.data.result = replace_result_text(event.data.result, lambda text: text.replace(SSN, "[SSN]"))
 
 
 # ------------------------------------------------------------------------------ hooks shapes
@@ -127,9 +127,7 @@ async def run_customer(runtime: AgentRuntime, provider: ScriptedProvider) -> Non
     result = await run_chat(runtime, "Look up Ada")
     assert result.response == "Looked up."
     given = [b for m in provider.requests[-1].messages for b in m.blocks if isinstance(b, ToolResultBlock)]
-    assert ["".join(t.text for t in b.content if isinstance(t, TextBlock)) for b in given] == [
-        "Ada: SSN [SSN], card 4111 1111 1111 1111"
-    ]
+    assert [result_text(b) for b in given] == ["Ada: SSN [SSN], card 4111 1111 1111 1111"]
 
 
 def redaction_points(reader: InMemoryMetricReader) -> list[tuple[dict[str, Any], int | float]]:

@@ -1,11 +1,11 @@
-"""``OtelHooks().install(runtime)`` on flowra 0.0.86+: once per runtime, only on a runtime, only on
+"""``OtelHooks().install(runtime)`` on flowra 0.0.56+: once per runtime, only on a runtime, only on
 a supported flowra, and nothing at all when tracing is off.
 
 * installing the same ``OtelHooks`` twice traces once; a second, different one is refused
   (``ValueError``) and the first keeps its options;
 * anything but an ``AgentRuntime`` is a ``TypeError``, as are the flowra 0.0.3 - 0.0.8 entry
   points (``register_hooks``, ``child_registry``), each naming what to call instead;
-* a flowra outside 0.0.3 - 0.0.8 and 0.0.86 - 0.0.93 (or none) is ``UnsupportedFlowraError``
+* a flowra outside 0.0.3 - 0.0.8 and 0.0.56 - 0.0.93 (or none) is ``UnsupportedFlowraError``
   naming the supported releases, raised before anything else;
 * with no-op providers nothing is subscribed and flowra's ``emit`` is not patched.
 """
@@ -53,7 +53,7 @@ SHAPE: list[Any] = [
         [("chat sonnet-4-5", []), ("execute_tool get_weather", []), ("chat sonnet-4-5", [])],
     )
 ]
-UNSUPPORTED = ["0.0.2", "0.0.9", "0.0.50", "0.0.85", "0.0.94", "0.1.0", "1.0.0", "not-a-version"]
+UNSUPPORTED = ["0.0.2", "0.0.9", "0.0.47", "0.0.50", "0.0.55", "0.0.94", "0.1.0", "1.0.0", "not-a-version"]
 
 
 def weather_runtime() -> AgentRuntime:
@@ -161,7 +161,7 @@ def test_install_on_anything_but_a_runtime_is_a_type_error(
 ) -> None:
     with pytest.raises(TypeError, match=r"^flowra_otel cannot trace this runtime: missing AgentRuntime") as raised:
         make_otel_hooks().install(target())
-    assert "(flowra 0.0.86 - 0.0.93 expected)" in str(raised.value)
+    assert "(flowra 0.0.56 - 0.0.93 expected)" in str(raised.value)
 
 
 def test_the_hook_registry_api_is_refused_with_what_to_call_instead(make_otel_hooks: MakeHooks) -> None:
@@ -188,6 +188,10 @@ def test_the_hook_registry_api_is_refused_with_what_to_call_instead(make_otel_ho
     [
         ("0.0.3", "hook_registry"),
         ("0.0.8", "hook_registry"),
+        ("0.0.56", "runtime_hooks"),
+        ("0.0.67", "runtime_hooks"),
+        ("0.0.68", "runtime_hooks"),
+        ("0.0.85", "runtime_hooks"),
         ("0.0.86", "runtime_hooks"),
         ("0.0.90", "runtime_hooks"),
         ("0.0.93", "runtime_hooks"),
@@ -245,12 +249,12 @@ def test_no_flowra_at_all_says_so(installed_flowra: Callable[[str | None], None]
         OtelHooks()
 
 
-@pytest.mark.parametrize("version", ["0.0.86", "0.0.93"])
+@pytest.mark.parametrize("version", ["0.0.56", "0.0.86", "0.0.93"])
 def test_a_supported_release_gets_this_line(version: str, installed_flowra: Callable[[str | None], None]) -> None:
     installed_flowra(version)
     line = adapters.current()
     assert line.__name__ == "flowra_otel.adapters.runtime_hooks"
-    assert SUPPORTED == "flowra 0.0.3 - 0.0.8 (the HookRegistry API) and 0.0.86 - 0.0.93 (runtime.hooks)"
+    assert SUPPORTED == "flowra 0.0.3 - 0.0.8 (the HookRegistry API) and 0.0.56 - 0.0.93 (runtime.hooks)"
 
 
 def test_the_zero_code_entry_point_on_an_unsupported_flowra_says_so_in_one_line(

@@ -1,8 +1,11 @@
 """flowra's own tracer records the raw tool result a hook redacted; flowra-otel records what the model got.
 
 One run, both tracers installed on the same runtime with content capture on: flowra's
-``flowra.ext.otel`` (``OTEL_TRACING.install(runtime, capture_content=True)``, which takes its
-tracer from the global tracer provider) and ``OtelHooks``. An ``AfterToolCallEvent`` hook
+``flowra.ext.otel`` (``OTEL_TRACING.install(runtime, capture_content=True)`` on every release
+0.0.56 - 0.0.93, which takes its tracer from the global tracer provider) and ``OtelHooks``.
+``./dev test`` runs it on one release of each era at least (the era boundaries' modern suite:
+0.0.56 and 0.0.67, the tool span inside the tool-call agent's step; 0.0.57, a list result; 0.0.68 -
+0.0.85, a text result; 0.0.86 - 0.0.93, result blocks). An ``AfterToolCallEvent`` hook
 registered on ``runtime.hooks`` masks the SSN and card number in ``lookup_customer``'s record
 before the model sees it. flowra's ``execute_tool`` span carries the record as the tool
 returned it (``ToolCallSpan.result``, read when the tool-call agent ends, before the hook runs);
@@ -16,7 +19,6 @@ itself starts ends up under each tracer.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -24,7 +26,7 @@ from flowra.agent import Event
 from flowra.ext.otel import OTEL_TRACING
 from flowra.lib.chat import ChatAgent, ChatResult, ChatSpec
 from flowra.lib.turn.hook_events import AfterToolCallEvent
-from flowra.llm import TextBlock, ToolResultBlock, UserMessage
+from flowra.llm import ToolResultBlock, UserMessage
 from flowra.tools import tool
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -43,6 +45,8 @@ from tests.runtime_hooks.support import (
     ScriptedProvider,
     chat_runtime,
     lookup_customer,
+    replace_result_text,
+    result_text,
     text_response,
     tool_calls_response,
 )
@@ -55,14 +59,9 @@ MASKED_RECORD = "Ada: SSN [SSN], card [CARD]"
 
 def mask_record(event: Event[AfterToolCallEvent]) -> None:
     """The redaction hook: the model must never see the SSN or the card number."""
-    result = event.data.result
-    blocks = [
-        dataclasses.replace(b, text=b.text.replace(SSN, "[SSN]").replace(CARD, "[CARD]"))
-        if isinstance(b, TextBlock)
-        else b
-        for b in result.content
-    ]
-    event.data.result = dataclasses.replace(result, content=blocks)
+    event.data.result = replace_result_text(
+        event.data.result, lambda text: text.replace(SSN, "[SSN]").replace(CARD, "[CARD]")
+    )
 
 
 @pytest.fixture
@@ -106,7 +105,7 @@ async def test_flowra_ext_otel_records_the_raw_result_beside_our_clean_trace_of_
         for b in m.blocks
         if isinstance(b, ToolResultBlock)
     ]
-    assert given.text == MASKED_RECORD
+    assert result_text(given) == MASKED_RECORD
 
     # flowra.ext.otel: its execute_tool span carries the raw record, both secrets, and only there.
     theirs = flowra_exporter.get_finished_spans()

@@ -30,6 +30,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
+
+from tests.runtime_hooks.support import FLOWRA_VERSION, HAS_LLM_CALLER
+
+if not HAS_LLM_CALLER:
+    pytest.skip(
+        f"LLMCaller, fallback chains and typed LLMError are flowra 0.0.84+; installed: flowra {FLOWRA_VERSION}",
+        allow_module_level=True,
+    )
+
 from flowra.agent import Hooks
 from flowra.lib import FallbackPolicy, LLMCaller
 from flowra.llm import (
@@ -65,6 +74,7 @@ from tests.runtime_hooks.support import (
     chat_runtime,
     get_weather,
     llm_config,
+    result_text,
     run_chat,
     text_response,
     tool_calls_response,
@@ -626,7 +636,7 @@ async def test_a_tools_own_llm_calls_nest_under_its_execute_tool_span(
     main = ScriptedProvider(tool_calls_response(("s1", "summarize", {"text": "A long text."})), text_response("Done."))
     result = await run_chat(traced(make_otel_hooks, chat_runtime(main, summarizer(config))), "Summarize")
     assert result.response == "Done."
-    assert main.requests[1].messages[-1].blocks[0].content[0].text == "Short."  # type: ignore[union-attr]
+    assert result_text(main.requests[1].messages[-1].blocks[0]) == "Short."
 
     (agent,) = tree(span_exporter)
     assert span_tree.shape([agent]) == [

@@ -1,4 +1,4 @@
-"""Zero-code on flowra 0.0.86+: ``FlowraInstrumentor`` in-process, and an unmodified app under
+"""Zero-code on flowra 0.0.56+: ``FlowraInstrumentor`` in-process, and an unmodified app under
 ``opentelemetry-instrument``.
 
 Instrumenting wraps ``AgentRuntime.__init__``: every runtime created from then on is traced by
@@ -151,7 +151,7 @@ def test_entry_point_names_this_lines_instrumentor() -> None:
     (entry,) = [e for e in importlib.metadata.entry_points(group="opentelemetry_instrumentor") if e.name == "flowra"]
     assert entry.value == "flowra_otel.instrumentor:FlowraInstrumentor"
     assert entry.load() is FlowraInstrumentor is LineInstrumentor
-    assert FlowraInstrumentor().instrumentation_dependencies() == ("flowra >= 0.0.86, <= 0.0.93",)
+    assert FlowraInstrumentor().instrumentation_dependencies() == ("flowra >= 0.0.56, <= 0.0.93",)
     assert FlowraInstrumentor()._check_dependency_conflicts() is None  # the installed flowra is in range
 
 

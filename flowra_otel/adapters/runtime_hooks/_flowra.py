@@ -1,14 +1,30 @@
-"""The facts about flowra 0.0.86 - 0.0.93 this adapter relies on, in one place.
+"""The facts about flowra 0.0.56 - 0.0.93 this adapter relies on, in one place.
 
-The hook code of these releases (``agent/flow/hooks.py``, ``agent/runtime/spans.py``,
-``lib/observability/llm_hooks.py``, ``agent/flow/context.py``, ``flowing_registry.py``) is
-byte-identical; this is the only module of the adapter that reads flowra's private names:
-``HooksImpl``'s handler resolution (to run an event's handler loop as flowra does, with the
-redaction ledger watching each handler) and the runtime's storage and current root node (where a
-durable run's trace link is kept). One exception, for speed: ``emit_patch`` reads the handler
-storage (``hooks._root._events``, a subscription's ``handler``, ``hooks._context``) inline on
-every emit, to see whether an event has a handler at all. ``check()`` verifies them all when
-tracing is installed.
+The handler storage (``HooksImpl._root._events`` with ``global_subscriptions`` /
+``scoped_subscriptions``) and ``agent/flow/context.py`` have today's shape across the range
+(0.0.47 - 0.0.55 store handlers differently: refused by ``flowra_otel.adapters`` before this module
+is imported). The differences inside the range are named here by what they mean, read once from
+flowra itself, never as version comparisons elsewhere:
+
+* ``TOOL_SPAN_IN_TOOL_STEP`` (0.0.56 - 0.0.67): the ``ToolCallSpan`` opens inside the tool-call
+  agent's step, not around its ``AgentSpan``; the tool's frame is then opened from that
+  ``AgentSpan`` (``tool_use_of``);
+* ``CUT_OFF_CALLS_ANSWERED`` (0.0.77+): a response cut off mid tool call has that call answered
+  with an error; before, the turn ends there and no call of that response runs or is answered;
+* ``CALLS_EVENT``: ``BeforeToolCallsEvent`` (0.0.92+; none before: no prefilled calls);
+* ``ToolResultBlock.content`` is a string before 0.0.86 (a list of blocks from then on), and 0.0.57
+  alone gives ``AfterToolCallEvent.result`` as a list of blocks (``tool_result_of``);
+* what tests and docs name per release (typed ``LLMError`` 0.0.83+, ``LLMCaller`` and fallback
+  0.0.84+, ``headers`` / ``meta`` on ``BeforeToolCallEvent`` 0.0.79+) needs nothing here: the
+  adapter reads them only where they are.
+
+This is the only module of the adapter that reads flowra's private names: ``HooksImpl``'s handler
+resolution (to run an event's handler loop as flowra does, with the redaction ledger watching each
+handler) and the runtime's storage and current root node (where a durable run's trace link is
+kept). One exception, for speed: ``emit_patch`` reads the handler storage (``hooks._root._events``,
+a subscription's ``handler``, ``hooks._context``) inline on every emit, to see whether an event has
+a handler at all; ``emit_shape_missing()`` verifies that before it patches, and ``check()``
+verifies everything when tracing is installed.
 """
 
 from __future__ import annotations
@@ -30,10 +46,12 @@ from flowra.llm import StopReason, ToolResultBlock, UserMessage
 __all__ = [
     "CALLS_EVENT",
     "CONTENT_EVENTS",
+    "CUT_OFF_CALLS_ANSWERED",
     "CUT_OFF_STOP_REASONS",
     "DELTA_EVENTS",
     "LEDGER_FIELDS",
     "PLUMBING_AGENTS",
+    "TOOL_SPAN_IN_TOOL_STEP",
     "UNCHANGED_ALONE",
     "AgentRuntime",
     "AgentSpan",
@@ -49,6 +67,7 @@ __all__ = [
     "UserMessage",
     "check",
     "context_of",
+    "emit_shape_missing",
     "events",
     "handlers_of",
     "is_tool_loop",
@@ -59,12 +78,37 @@ __all__ = [
     "runtime_storage",
     "subscribe",
     "subscribe_span",
+    "tool_result_of",
+    "tool_use_of",
 ]
 
 PLUMBING_AGENTS: Final[tuple[type[Any], ...]] = (ToolCallAgent, TimeoutAgent)
 """flowra's own machinery, never an ``invoke_agent`` span: the tool-call agent (its tool call is
 the ``execute_tool`` span) and the timeout guard. A ``ChatAgent`` is represented by its
 ``TurnAgent`` child (which takes its name)."""
+
+TOOL_SPAN_IN_TOOL_STEP: Final[bool] = not hasattr(ToolCallAgent, "_ToolCallAgent__on_self_agent_span")
+"""0.0.56 - 0.0.67: ``ToolCallAgent.execute`` opens the ``ToolCallSpan`` inside its step (and
+``collect_agent_result`` closes it, for an agent used as a tool, in another step), so a flowing
+value set by its handler would be entered and left in the wrong contexts. The tool's frame is
+opened from the tool-call agent's own ``AgentSpan`` instead (its spec carries the ``tool_use``),
+as flowra does itself from 0.0.68 (``on_self_span``), and the ``ToolCallSpan`` is not subscribed."""
+
+
+def tool_use_of(span: Any) -> Any:
+    """The ``tool_use`` of a tool-call agent's ``AgentSpan`` (its ``ToolCallSpec``), else None."""
+    if span.agent_info.source_type is not ToolCallAgent:
+        return None
+    return getattr(span.spec, "tool_use", None)
+
+
+def tool_result_of(result: Any) -> Any:
+    """An ``AfterToolCallEvent.result`` as a ``ToolResultBlock``: 0.0.57 gives a list of blocks
+    (one ``ToolResultBlock`` and what a hook appended), every other release the block itself."""
+    if isinstance(result, list):
+        return next((b for b in result if isinstance(b, ToolResultBlock)), None)
+    return result
+
 
 LEDGER_FIELDS: Final[dict[type[Any], str]] = {
     events.BeforeToolCallEvent: "tool_use",
@@ -98,6 +142,11 @@ ledger has nothing to record)."""
 DELTA_EVENTS: Final[frozenset[type[Any]]] = frozenset({TextDeltaEvent, ThinkingDeltaEvent})
 """Streaming chunks: watched when emitted (time to first chunk), never subscribed to (a handler
 would switch flowra to streaming)."""
+
+CUT_OFF_CALLS_ANSWERED: Final[bool] = hasattr(TurnAgent, "_TurnAgent__incomplete_tool_result")
+"""0.0.77+: ``TurnAgent.call_llm`` answers the call a cut-off response ends on with an error (a
+span of its own, ``flowra.tool.cut_off``). Before, such a response completes the turn: its calls
+never run and nothing answers them, so they get no span (the chat's output shows them as made)."""
 
 CUT_OFF_STOP_REASONS: Final = frozenset(
     {StopReason.MAX_TOKENS, StopReason.STOP_SEQUENCE, StopReason.SCHEMA_VALIDATION_FAILED, StopReason.OTHER}
@@ -204,6 +253,27 @@ def _has_handler_storage(hooks: Any) -> bool:
     )
 
 
+def emit_shape_missing() -> list[str]:
+    """What ``emit_patch``'s ``emit`` reads that this flowra's ``HooksImpl`` lacks (empty: all
+    there), checked on a fresh ``HooksImpl`` before ``HooksImpl.emit`` is patched: a patch built on
+    another handler storage would break every run of the app (0.0.47 - 0.0.55's
+    ``_HandlerGroup.global_handlers``)."""
+    try:
+        probe = HooksImpl()
+    except Exception:
+        return ["HooksImpl() (a root HooksImpl)"]
+    return [
+        name
+        for name, ok in (
+            ("HooksImpl._root._events.global_subscriptions / .scoped_subscriptions", _has_handler_storage(probe)),
+            ("HooksImpl._context", hasattr(probe, "_context")),
+            ("HooksImpl.__resolve", callable(getattr(HooksImpl, "_HooksImpl__resolve", None))),
+            ("HooksImpl.emit", callable(HooksImpl.__dict__.get("emit"))),
+        )
+        if not ok
+    ]
+
+
 def check(runtime: Any) -> None:
     """Fail now, with a clear message, if this flowra's internals are not the ones read above."""
     hooks = getattr(runtime, "hooks", None)
@@ -221,7 +291,7 @@ def check(runtime: Any) -> None:
         if not ok
     ]
     if missing:
-        msg = f"flowra_otel cannot trace this runtime: missing {', '.join(missing)} (flowra 0.0.86 - 0.0.93 expected)"
+        msg = f"flowra_otel cannot trace this runtime: missing {', '.join(missing)} (flowra 0.0.56 - 0.0.93 expected)"
         raise TypeError(msg)
     services = getattr(runtime, "_AgentRuntime__services", None)
     subscription = services.get(HookSubscription, hooks) if isinstance(services, dict) else hooks

@@ -1,4 +1,4 @@
-"""``RuntimeHooksAdapter``: the flowra 0.0.86 - 0.0.93 side of ``OtelHooks``.
+"""``RuntimeHooksAdapter``: the flowra 0.0.56 - 0.0.93 side of ``OtelHooks``.
 
     OtelHooks().install(runtime)
 
@@ -20,7 +20,7 @@ from .tracing import RuntimeTracing
 
 
 class RuntimeHooksAdapter:
-    """Turns every flowra 0.0.86 - 0.0.93 agent run of the runtimes it is installed on into GenAI
+    """Turns every flowra 0.0.56 - 0.0.93 agent run of the runtimes it is installed on into GenAI
     spans and metrics. Built by ``flowra_otel.OtelHooks`` (whose docstring lists the options) or by
     the zero-code instrumentor."""
 
@@ -37,7 +37,7 @@ class RuntimeHooksAdapter:
         """Trace every agent run of ``runtime``.
 
         Raises:
-            TypeError: ``runtime`` is not a flowra 0.0.86 - 0.0.93 ``AgentRuntime``.
+            TypeError: ``runtime`` is not a flowra 0.0.56 - 0.0.93 ``AgentRuntime``.
             ValueError: another ``OtelHooks`` (not the zero-code one) already traces it.
         """
         _flowra.check(runtime)

@@ -1,4 +1,4 @@
-"""The trace link of a durable run in flowra 0.0.86 - 0.0.93's session storage (``durable_link``).
+"""The trace link of a durable run in flowra 0.0.56 - 0.0.93's session storage (``durable_link``).
 
 It is kept in the storage's *ephemeral* state under a key of its own per run (``__flowra_otel.``
 and the run's root node id, which a resume restores): flowra clears ephemeral state when a run
@@ -16,7 +16,7 @@ KEY_PREFIX: Final = "__flowra_otel."
 
 
 class EphemeralLinkStore:
-    """``durable_link.LinkStore`` on a flowra 0.0.86 - 0.0.93 ``SessionStorage``."""
+    """``durable_link.LinkStore`` on a flowra 0.0.56 - 0.0.93 ``SessionStorage``."""
 
     __slots__ = ("key", "storage")
 

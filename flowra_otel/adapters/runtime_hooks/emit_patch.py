@@ -1,6 +1,6 @@
 """flowra's ``HooksImpl.emit``, run by the adapter for the few events it acts on after every hook.
 
-Why: flowra 0.0.86+ calls global subscriptions (``runtime.hooks.on``, where the adapter
+Why: flowra (0.0.56 - 0.0.93) calls global subscriptions (``runtime.hooks.on``, where the adapter
 subscribes) *before* agent-scoped ones and has no ``prepend``, so a handler of ours would see a
 tool result before an agent's redaction hook changes it; and no event tells that all handlers ran.
 For the events in ``CONTENT_EVENTS`` on a runtime this adapter traces (its marker handler is among
@@ -36,6 +36,7 @@ from ._flowra import (
     Event,
     HooksImpl,
     context_of,
+    emit_shape_missing,
     handlers_of,
 )
 from .task_state import CURRENT_CHAT, IN_HOOKS
@@ -66,10 +67,23 @@ _original: list[Callable[..., Any]] = []
 
 
 def install() -> None:
-    """Patch ``HooksImpl.emit`` (once per process; idempotent)."""
+    """Patch ``HooksImpl.emit`` (once per process; idempotent), after verifying the handler
+    storage the patched ``emit`` reads: the second line of defence behind the release gate of
+    ``flowra_otel.adapters`` (a patch on another storage would fail every run of the app).
+
+    Raises:
+        TypeError: this flowra's ``HooksImpl`` is not the shape the patch reads (nothing patched).
+    """
     with _lock:
         if _original:
             return
+        missing = emit_shape_missing()
+        if missing:
+            msg = (
+                f"flowra_otel cannot trace this flowra: its HooksImpl lacks {', '.join(missing)} "
+                "(flowra 0.0.56 - 0.0.93 expected); nothing was patched"
+            )
+            raise TypeError(msg)
         original = HooksImpl.__dict__["emit"]
         _original.append(original)
         HooksImpl.emit = _make_emit(original)  # type: ignore[method-assign]

@@ -1,7 +1,7 @@
-"""flowra 0.0.86 - 0.0.93's messages and blocks, read for the core's content pipeline.
+"""flowra 0.0.56 - 0.0.93's messages and blocks, read for the core's content pipeline.
 
 On this line the system prompt is ``LLMRequest.system`` (beside ``messages``), a tool result's
-``content`` is a list of ``TextBlock`` / ``MediaBlock`` (0.0.86), media of any kind is a
+``content`` is a list of ``TextBlock`` / ``MediaBlock`` (0.0.86; text before), media of any kind is a
 ``MediaBlock``, and every request carries deep copies of the conversation (``LLMCaller`` copies
 it per attempt): ``fingerprint`` lets the renderer's per-message cache recognise a copy.
 """
@@ -26,7 +26,7 @@ from ...core.content import Part, blob_modality
 
 
 class RuntimeHooksMessages:
-    """``content.MessageReader`` for flowra 0.0.86 - 0.0.93 (stateless: one shared instance)."""
+    """``content.MessageReader`` for flowra 0.0.56 - 0.0.93 (stateless: one shared instance)."""
 
     __slots__ = ()
 
@@ -77,7 +77,7 @@ class RuntimeHooksMessages:
         if not isinstance(result, ToolResultBlock) and not hasattr(result, "content"):
             return result  # a hook's own value in place of the result block: recorded as it is
         content = getattr(result, "content", None)
-        if isinstance(content, str):  # a result stored before 0.0.86 and built by hand
+        if isinstance(content, str):  # a result before 0.0.86 (or stored then, or built by hand)
             return content
         blocks = list(content or ())
         if all(isinstance(b, TextBlock) for b in blocks):

@@ -1,4 +1,4 @@
-"""``RuntimeTracing``: one runtime's flowra 0.0.86+ spans and events, turned into core invocations.
+"""``RuntimeTracing``: one runtime's flowra 0.0.56+ spans and events, turned into core invocations.
 
 What flowra reports, and what becomes of it:
 
@@ -10,7 +10,8 @@ What flowra reports, and what becomes of it:
   made current (attached and detached in the step's own task) while the provider is called, so
   HTTP client spans made there nest under it. Its output waits until the ``BeforeToolCallEvent``
   hooks of its response ran: the tool calls it shows are the ones that run.
-* ``ToolCallSpan`` (opened with the tool-call agent): an ``execute_tool`` span, current for the
+* ``ToolCallSpan`` (opened with the tool-call agent; on 0.0.56 - 0.0.67, where it opens inside that
+  agent's step, the agent's own ``AgentSpan`` stands for it): an ``execute_tool`` span, current for the
   tool's steps and the parent of an agent used as a tool. It ends when the tool returned, but its
   result is written only once the value the model is given is known: the matching result in the
   agent's next LLM request, or in the turn's messages when the agent ends (every hook, global or
@@ -81,7 +82,8 @@ class RuntimeTracing:
         # and the plugin must find its own subscriptions (``tracings_of``, the emit marker).
         _flowra.subscribe_span(hooks, AgentSpan, self.on_agent_span)
         _flowra.subscribe_span(hooks, LLMCallSpan, self.on_llm_span)
-        _flowra.subscribe_span(hooks, ToolCallSpan, self.on_tool_span)
+        if not _flowra.TOOL_SPAN_IN_TOOL_STEP:  # else the tool-call agent's AgentSpan opens the tool
+            _flowra.subscribe_span(hooks, ToolCallSpan, self.on_tool_span)
         for event_type in _flowra.CONTENT_EVENTS:
             _flowra.subscribe(hooks, event_type, self.on_event)
 
@@ -94,6 +96,10 @@ class RuntimeTracing:
         """An agent starts on a node (again, after a resume): its ``invoke_agent`` span."""
         try:
             span = event.data
+            if _flowra.TOOL_SPAN_IN_TOOL_STEP:
+                tool_use = _flowra.tool_use_of(span)
+                if tool_use is not None:  # the tool call's span opens with its agent, as from 0.0.68
+                    return self._open_tool(tool_use, event.context.stack)
             current = self.frame.get()
             parent = nearest_open(current)
             if parent is not None and span.agent_info.source_type in PLUMBING_AGENTS and not span.is_resume:
@@ -279,18 +285,26 @@ class RuntimeTracing:
     def on_tool_span(self, event: Any) -> ExitHandler | None:
         """A tool call starts (its tool-call agent opened): its ``execute_tool`` span."""
         try:
-            span = event.data
+            return self._open_tool(event.data.tool_use, event.context.stack)
+        except Exception:
+            internal_error("flowra_otel: internal error opening a tool call's span; the agent is unaffected")
+            return None
+
+    def _open_tool(self, tool_use: Any, stack: Any) -> ExitHandler | None:
+        """The ``execute_tool`` span of ``tool_use`` and its frame, opened while flowra opens the
+        tool-call agent's ``AgentSpan`` (the ``ToolCallSpan`` handler, or that span's own on
+        releases where the ``ToolCallSpan`` opens inside the agent's step)."""
+        try:
             frame = nearest_open(self.frame.get())
             if frame is None:  # reopened by a resume, outside its parent's flowing value
                 run = RESUMING.get()
-                depth = len(event.context.stack) - 1
+                depth = len(stack) - 1
                 frame = nearest_open(run.resumed_parent(depth)) if run is not None else None
             scope = frame.agent if frame is not None else None
             if frame is None or scope is None:
                 return None
             agent = scope.invocation
             agent.end_chat(withhold_output=scope.withhold_output)  # every BeforeToolCallEvent ran
-            tool_use = span.tool_use
             call_id = safe_str(getattr(tool_use, "id", ""))
             # announced: by a BeforeToolCallEvent that a hook saw (none is noted when no hook did)
             entry = take(scope.announced, call_id, lambda e: e[2] is tool_use) if scope.announced else None
@@ -302,8 +316,8 @@ class RuntimeTracing:
             child = Frame(context_with(tool.span, agent.context), scope.run, tool=tool, parent=frame)
             self.frame.set(child)
             if frame.run.resume_frames:
-                frame.run.resumed_at(len(event.context.stack) - 1, child)
-            return _ToolExit(scope, child, span, call_id)
+                frame.run.resumed_at(len(stack) - 1, child)
+            return _ToolExit(scope, child, call_id)
         except Exception:
             internal_error("flowra_otel: internal error opening a tool call's span; the agent is unaffected")
             return None
@@ -381,8 +395,8 @@ class RuntimeTracing:
 
     def response_arrived(self, scope: AgentScope, response: Any, now: int) -> None:
         """A response that ends on a call it cut off (``max_tokens`` and the like): flowra answers
-        that call with an error and never runs it; it gets its span here (every release)."""
-        if response.stop_reason not in CUT_OFF_STOP_REASONS:
+        that call with an error and never runs it; it gets its span here (releases that answer it)."""
+        if response.stop_reason not in CUT_OFF_STOP_REASONS or not _flowra.CUT_OFF_CALLS_ANSWERED:
             return
         try:
             blocks = response.message.blocks or ()
@@ -420,7 +434,8 @@ class RuntimeTracing:
         scope.invocation.end_chat(withhold_output=scope.withhold_output)  # a batch answered by hooks alone
         # flowra goes on with its own call, whatever a hook left in the event's tool_use
         use = data.tool_use
-        call_id = safe_str(use.id if hasattr(use, "id") else getattr(data.result, "tool_use_id", ""))
+        result = _flowra.tool_result_of(data.result)
+        call_id = safe_str(use.id if hasattr(use, "id") else getattr(result, "tool_use_id", ""))
         tool = take(scope.running, call_id, lambda t: t.tool_use is use)  # the same object, unless copied
         now = time.time_ns()
         end_ns = scope.ended_tools.pop(tool, now) if tool is not None else now
@@ -438,7 +453,7 @@ class RuntimeTracing:
         kind = getattr(data, "error_kind", None)
         change = tracker.change if tracker is not None else None
         error_kind = safe_str(getattr(kind, "value", kind)) if kind is not None else None
-        scope.awaiting.append(PendingResult(call_id, tool, data.result, change, end_ns, error_kind))
+        scope.awaiting.append(PendingResult(call_id, tool, result, change, end_ns, error_kind))
 
 
 class _AgentExit:
@@ -504,12 +519,11 @@ class _LLMExit:
 
 
 class _ToolExit:
-    __slots__ = ("call_id", "frame", "scope", "span")
+    __slots__ = ("call_id", "frame", "scope")
 
-    def __init__(self, scope: AgentScope, frame: Frame, span: Any, call_id: str) -> None:
+    def __init__(self, scope: AgentScope, frame: Frame, call_id: str) -> None:
         self.scope = scope
         self.frame = frame
-        self.span = span
         self.call_id = call_id
 
     def __call__(self, error: BaseException | None = None) -> None:
