@@ -876,3 +876,62 @@ async def test_without_the_tool_span_current_in_its_step_a_nested_run_starts_a_t
         ("invoke_agent assistant", [(CHAT, [])]),
     ]
     assert len(trace_ids(span_exporter)) == 2
+
+
+class SameRuntime:
+    """The runtime ``ask_again`` runs its question on: the very runtime whose tool it is."""
+
+    runtime: AgentRuntime | None = None
+
+
+@tool("ask_again")
+async def ask_again(params: AskParams, same: SameRuntime) -> str:
+    """Asks the same assistant again: a run of its own, on the runtime running this tool."""
+    assert same.runtime is not None
+    result = await run_chat(same.runtime, params.question, conversation_id="inner", user_id="u-inner")
+    return result.response or ""
+
+
+IDENTITY_KEYS = (semconv.GEN_AI_CONVERSATION_ID, semconv.USER_ID)
+
+
+def same_runtime_asking(hooks: OtelHooks) -> AgentRuntime:
+    provider = ScriptedProvider(
+        tool_calls_response(("c1", "ask_again", {"question": "q1"})), text_response("inner"), text_response("outer")
+    )
+    same = SameRuntime()
+    runtime = chat_runtime(provider, ask_again, services={SameRuntime: same})
+    same.runtime = runtime
+    hooks.install(runtime)
+    return runtime
+
+
+async def test_a_run_started_inside_a_tool_on_the_same_runtime_is_a_run_of_its_own(
+    make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter, ledger: SpanLedger
+) -> None:
+    """The inner run's root starts on a fresh execution stack while the outer tool's frame flows
+    into it: it must be a run of its own (its conversation and user ids), nested under the tool."""
+    runtime = same_runtime_asking(make_otel_hooks())
+    result = await run_chat(runtime, "Ask again", conversation_id="outer", user_id="u-outer")
+    assert result.response == "outer"
+    outer = {semconv.GEN_AI_CONVERSATION_ID: "outer", semconv.USER_ID: "u-outer"}
+    inner = {semconv.GEN_AI_CONVERSATION_ID: "inner", semconv.USER_ID: "u-inner"}
+    assert ends(tree(span_exporter, IDENTITY_KEYS)) == [
+        (
+            "invoke_agent assistant",
+            "UNSET",
+            outer,
+            [
+                (CHAT, "UNSET", outer, []),
+                (
+                    "execute_tool ask_again",
+                    "UNSET",
+                    outer,
+                    [("invoke_agent assistant", "UNSET", inner, [(CHAT, "UNSET", inner, [])])],
+                ),
+                (CHAT, "UNSET", outer, []),
+            ],
+        )
+    ]
+    assert len(trace_ids(span_exporter)) == 1
+    assert_all_ended(ledger, span_exporter)
