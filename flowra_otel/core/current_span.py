@@ -16,6 +16,7 @@ through the API, unchanged.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from contextvars import ContextVar, Token
 from typing import Any, Final
@@ -106,9 +107,10 @@ class inherited_tokens:  # noqa: N801 (a context manager, named for what it allo
     error to ``detach``: there is nothing to undo in this task's copy, which dies with it.
 
     Why: flowra creates each step's task between entering and exiting the step's flowing values
-    (in the engine's task), so the step's task inherits their tokens, already used. A run started inside that step (a tool calling
-    ``runtime.run`` on the same runtime) replaces the flowing value at its root, and flowra then
-    exits the inherited token in the step's task. Only that replacement is wrapped in this."""
+    (in the engine's task), so the step's task inherits their tokens, already used. A run started
+    inside that step (a tool calling ``runtime.run`` on the same runtime) replaces the flowing
+    value at its root, and flowra then exits the inherited token in the step's task. Only that
+    replacement is wrapped in this."""
 
     __slots__ = ("_token",)
 
@@ -133,10 +135,8 @@ def detach(token: Token[Context]) -> None:
             internal_error("flowra_otel: could not detach a context")
         return
     if _INHERITED_TOKENS.get():
-        try:
+        with contextlib.suppress(ValueError, RuntimeError):
             otel_context._RUNTIME_CONTEXT.detach(token)
-        except (ValueError, RuntimeError):
-            pass
         return
     otel_context.detach(token)
 
