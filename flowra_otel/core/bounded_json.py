@@ -7,10 +7,10 @@ a container loses its last items with a marker item), and only then is the tree 
 
 ``Walk.node`` builds the tree in one pass whose cost is bounded by the budget, not by the input:
 a leaf longer than the budget is cut *before* it is scrubbed (with a margin of ``SCRUB_MARGIN``
-characters, so a secret up to that long that straddles the cut is still seen whole), a container stops after as many items as the budget could
-ever hold, depth is capped, cycles become a marker. ``fit`` then shrinks a tree to an exact budget
-(the longest leaves first, then the widest containers), working on the already-scrubbed tree, so
-nothing is scrubbed twice.
+characters, so a secret up to that long that straddles the cut is still seen whole), a container
+stops after as many items as the budget could ever hold, depth is capped, cycles become a marker.
+``fit`` then shrinks a tree to an exact budget (the longest leaves first, then the widest
+containers), working on the already-scrubbed tree, so nothing is scrubbed twice.
 """
 
 from __future__ import annotations
