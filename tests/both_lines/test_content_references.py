@@ -228,7 +228,7 @@ async def test_uploaded_content_is_private_to_its_user(
     """Files 0600, the folders the upload creates 0700, under the usual umask (022) that gives
     world-readable files by default. The folder that already existed is left as it was."""
     base = tmp_path / "private" / "genai" / "content"
-    before = stat.S_IMODE(tmp_path.stat().st_mode)
+    before = mode(tmp_path)
     old_umask = os.umask(0o022)
     try:
         assert await run(make_otel_hooks(content_upload=base)) == "Ada is on file."
@@ -236,7 +236,11 @@ async def test_uploaded_content_is_private_to_its_user(
         os.umask(old_umask)
     files = list(base.iterdir())
     assert len(files) == 6
-    assert {oct(stat.S_IMODE(p.stat().st_mode)) for p in files} == {oct(0o600)}
+    assert {oct(mode(p)) for p in files} == {oct(0o600)}
     for folder in (tmp_path / "private", tmp_path / "private" / "genai", base):
-        assert oct(stat.S_IMODE(folder.stat().st_mode)) == oct(0o700), folder
-    assert stat.S_IMODE(tmp_path.stat().st_mode) == before
+        assert oct(mode(folder)) == oct(0o700), folder
+    assert mode(tmp_path) == before
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
