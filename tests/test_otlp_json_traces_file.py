@@ -11,6 +11,8 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
+import stat
 import threading
 from pathlib import Path
 from typing import Any
@@ -249,3 +251,20 @@ def test_writers_sharing_a_file_never_mix_their_lines(tmp_path: Path) -> None:
         provider.shutdown()
     documents = lines_of(path)
     assert len(documents) == 2 * 30 * 3
+
+
+def test_a_file_it_creates_is_private_and_an_existing_one_keeps_its_mode(tmp_path: Path) -> None:
+    """The file holds content when capture is on: created 0600 (not the umask's 0644); a file the
+    user made keeps the permissions they gave it."""
+    old_umask = os.umask(0o022)
+    try:
+        created = tmp_path / "spans.jsonl"
+        OtlpJsonFileSpanExporter(created).shutdown()
+        existing = tmp_path / "shared.jsonl"
+        existing.write_text("", encoding="utf-8")
+        existing.chmod(0o640)
+        OtlpJsonFileSpanExporter(existing).shutdown()
+    finally:
+        os.umask(old_umask)
+    assert oct(stat.S_IMODE(created.stat().st_mode)) == oct(0o600)
+    assert oct(stat.S_IMODE(existing.stat().st_mode)) == oct(0o640)

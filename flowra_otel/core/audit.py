@@ -52,6 +52,7 @@ from __future__ import annotations
 import argparse
 import base64
 import binascii
+import codecs
 import dataclasses
 import datetime
 import json
@@ -196,6 +197,30 @@ class AuditReport:
 # --------------------------------------------------------------------------------- reading
 
 
+_BOMS: Final = (
+    (codecs.BOM_UTF32_LE, "utf-32"),  # before UTF-16 LE: its BOM begins with UTF-16 LE's
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+def read_text_file(path: str | Path) -> str:
+    """A text file as editors and shells write them: UTF-8, with or without a byte order mark
+    (Notepad, PowerShell 5's ``Out-File -Encoding utf8``), or UTF-16 / UTF-32 with one
+    (PowerShell 5's ``>``). The mark is never part of the text: a secret read as ``"\ufeff<secret>"``
+    is looked for as that and never found, and the audit read "clean" with the secret in a span.
+
+    Raises ``FileNotFoundError``, ``OSError`` and ``UnicodeDecodeError`` as ``read_text`` does.
+    """
+    data = Path(path).read_bytes()
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            return data.decode(encoding)
+    return data.decode("utf-8")
+
+
 def load_traces(path: str | Path) -> tuple[Format, list[AuditSpan]]:
     """Every span of a trace export file (see the module docstring), and which format it was.
 
@@ -205,7 +230,7 @@ def load_traces(path: str | Path) -> tuple[Format, list[AuditSpan]]:
     """
     name = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_text_file(path)
     except FileNotFoundError:
         raise AuditInputError(f"{name}: no such file") from None
     except UnicodeDecodeError:
@@ -1010,7 +1035,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--secrets-file",
         metavar="F",
-        help="a file of such strings, one per line (blank lines and lines starting with # are skipped)",
+        help=(
+            "a file of such strings, one per line (blank lines and lines starting with # are skipped; "
+            "UTF-8, or UTF-16/32 with a byte order mark)"
+        ),
     )
     parser.add_argument(
         "--no-builtin-patterns",
@@ -1020,14 +1048,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
+_LINE_BREAK: Final = re.compile(r"\r\n|\r|\n")
+
+
 def _read_secrets(path: str) -> list[str]:
+    """One secret a line, as any editor saves them (``read_text_file``; LF, CRLF or CR line ends).
+    Each is stripped of surrounding whitespace (an editor's trailing space would otherwise make
+    the secret never match; a stripped secret matches wherever the unstripped one would)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_text_file(path)
     except FileNotFoundError:
         raise AuditInputError(f"{path}: no such secrets file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise AuditInputError(f"{path}: cannot read the secrets file: {exc}") from None
-    return [line.rstrip("\r") for line in text.split("\n") if line.strip() and not line.startswith("#")]
+    lines = (line.strip() for line in _LINE_BREAK.split(text))
+    return [line for line in lines if line and not line.startswith("#")]
 
 
 def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:

@@ -6,11 +6,11 @@ numbers) and the size budget **inside** the value (a long leaf is shortened with
 a container loses its last items with a marker item), and only then is the tree serialised.
 
 ``Walk.node`` builds the tree in one pass whose cost is bounded by the budget, not by the input:
-a leaf longer than the budget is cut *before* it is scrubbed (with a margin, so a secret that
-straddles the cut is still seen whole), a container stops after as many items as the budget could
-ever hold, depth is capped, cycles become a marker. ``fit`` then shrinks a tree to an exact budget
-(the longest leaves first, then the widest containers), working on the already-scrubbed tree, so
-nothing is scrubbed twice.
+a leaf longer than the budget is cut *before* it is scrubbed (with a margin of ``SCRUB_MARGIN``
+characters, so a secret up to that long that straddles the cut is still seen whole), a container
+stops after as many items as the budget could ever hold, depth is capped, cycles become a marker.
+``fit`` then shrinks a tree to an exact budget (the longest leaves first, then the widest
+containers), working on the already-scrubbed tree, so nothing is scrubbed twice.
 """
 
 from __future__ import annotations
@@ -38,9 +38,15 @@ OVER_BUDGET: Final = "…[flowra_otel: omitted, over max_content_length]"
 MAX_DEPTH: Final = 64
 """Containers nested deeper than this become a marker: far below the interpreter's recursion
 limit (the encoder recurses too), far above any real tool input."""
-SCRUB_MARGIN: Final = 256
+SCRUB_MARGIN: Final = 8_192
 """Characters beyond the cut that are scrubbed with the kept part, so a secret straddling the cut
-is matched whole (and its visible head replaced) rather than shown in part."""
+is matched whole (and its visible head replaced) rather than shown in part: any secret up to this
+long that starts in the kept part ends inside the scrubbed window. 8 192 covers a PEM private key
+(an RSA 4096 one is about 3 300 characters; the margin was 256 before, and a key straddling the
+cut reached ``redact=`` without its END line and was shown in part). A constant, so a long leaf
+still costs its budget plus this, never its own length."""
+_WORK_SLACK: Final = 256
+"""``stop_at``'s allowance beyond ``WORK_FACTOR`` budgets (a few short leaves past the limit)."""
 USEFUL_LEAF: Final = 64
 """Below this many characters per leaf, ``fit`` prefers showing fewer items whole."""
 MEMO_FROM: Final = 4_096
@@ -155,7 +161,7 @@ class Walk:
         self.cap = cap
         self.failure: BaseException | None = None
         self.spent = 0
-        self.stop_at = None if cap is None else WORK_FACTOR * cap + SCRUB_MARGIN
+        self.stop_at = None if cap is None else WORK_FACTOR * cap + _WORK_SLACK
         self._path: set[int] = set()
 
     # ------------------------------------------------------------------ leaves

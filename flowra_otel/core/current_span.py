@@ -16,6 +16,7 @@ through the API, unchanged.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from contextvars import ContextVar, Token
 from typing import Any, Final
@@ -97,14 +98,45 @@ def attach_held(holder: Any) -> Token[Context] | None:
     return otel_context.attach(context)
 
 
+_INHERITED_TOKENS: ContextVar[bool] = ContextVar("flowra_otel_inherited_tokens", default=False)
+"""True while ``inherited_tokens`` says a detach may meet a token of the task's creator."""
+
+
+class inherited_tokens:  # noqa: N801 (a context manager, named for what it allows)
+    """While this is entered, a token made in the context this task was copied from is not an
+    error to ``detach``: there is nothing to undo in this task's copy, which dies with it.
+
+    Why: flowra creates each step's task between entering and exiting the step's flowing values
+    (in the engine's task), so the step's task inherits their tokens, already used. A run started
+    inside that step (a tool calling ``runtime.run`` on the same runtime) replaces the flowing
+    value at its root, and flowra then exits the inherited token in the step's task. Only that
+    replacement is wrapped in this."""
+
+    __slots__ = ("_token",)
+
+    def __enter__(self) -> None:
+        self._token = _INHERITED_TOKENS.set(True)
+
+    def __exit__(self, *exc: object) -> None:
+        _INHERITED_TOKENS.reset(self._token)
+
+
 def detach(token: Token[Context]) -> None:
-    """``context.detach``: never raises (a token of another context is logged, as the API does)."""
+    """``context.detach``: never raises (a token of another context is logged, as the API does,
+    unless ``inherited_tokens`` allows it)."""
     variable = _VARIABLE
     if variable is not None and otel_context._RUNTIME_CONTEXT is _RUNTIME:
         try:
             variable.reset(token)
+        except (ValueError, RuntimeError):  # another context's token, or one already used
+            if not _INHERITED_TOKENS.get():
+                internal_error("flowra_otel: could not detach a context")
         except Exception:
             internal_error("flowra_otel: could not detach a context")
+        return
+    if _INHERITED_TOKENS.get():
+        with contextlib.suppress(ValueError, RuntimeError):
+            otel_context._RUNTIME_CONTEXT.detach(token)
         return
     otel_context.detach(token)
 
@@ -114,4 +146,4 @@ def uses_shortcut() -> bool:
     return _KEY is not None and _VARIABLE is not None and otel_context._RUNTIME_CONTEXT is _RUNTIME
 
 
-__all__ = ["attach", "attach_held", "context_with", "detach", "uses_shortcut"]
+__all__ = ["attach", "attach_held", "context_with", "detach", "inherited_tokens", "uses_shortcut"]

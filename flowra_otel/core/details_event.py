@@ -13,6 +13,11 @@ structured values rather than JSON strings (log attributes may nest), and the ``
 content is also written to storage. The content is the very value the span would carry: the same
 renderer, after every hook, ``redact=``, the secret patterns and within ``max_content_length``.
 The record is tied to the ``chat`` span (its trace and span id) and stamped with the call's end.
+
+Decoded, that value must still be one OTLP can carry, or the exporter drops the whole attribute
+(and logs the offending number): an integer beyond int64 is recorded as its digits (a string),
+and containers nested deeper than ``MAX_EVENT_DEPTH`` as their compact JSON text (a protobuf
+decoder refuses messages nested ~100 deep, and each level of a map is three messages).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import inspect
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from opentelemetry import _logs as otel_logs
 from opentelemetry import trace
@@ -32,7 +37,37 @@ from . import semconv
 
 logger = logging.getLogger("flowra_otel")
 
-__all__ = ["emit_inference_details", "events_supported"]
+__all__ = ["MAX_EVENT_DEPTH", "emit_inference_details", "events_supported", "loggable"]
+
+MAX_EVENT_DEPTH: Final = 20
+"""Containers (maps and arrays) nested deeper than this in an event value are recorded as their
+JSON text. 20 levels of maps are 60 nested protobuf messages plus the request's envelope: well
+within the 100 a protobuf decoder accepts (at 40 levels the suite's receiver refused the request)."""
+_INT64_MIN: Final = -(1 << 63)
+_INT64_MAX: Final = (1 << 63) - 1
+
+
+def _int64_or_digits(text: str) -> int | str:
+    """``json.loads``'s ``parse_int``: an integer OTLP can carry (int64), else its digits."""
+    value = int(text)
+    return value if _INT64_MIN <= value <= _INT64_MAX else text
+
+
+def _bounded_depth(value: Any, depth: int) -> Any:
+    if isinstance(value, dict):
+        if depth >= MAX_EVENT_DEPTH:
+            return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return {k: _bounded_depth(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        if depth >= MAX_EVENT_DEPTH:
+            return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return [_bounded_depth(v, depth + 1) for v in value]
+    return value
+
+
+def loggable(text: str) -> Any:
+    """Rendered JSON content as a log attribute value that OTLP encodes whole (see above)."""
+    return _bounded_depth(json.loads(text, parse_int=_int64_or_digits), 0)
 
 
 @functools.cache
@@ -57,7 +92,7 @@ def emit_inference_details(
         attrs: dict[str, Any] = dict(attributes)
         for key, text in content.items():
             if text is not None:
-                attrs[key] = json.loads(text)
+                attrs[key] = loggable(text)
         event_logger.emit(
             otel_logs.LogRecord(
                 timestamp=end_ns,

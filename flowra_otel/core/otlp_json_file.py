@@ -17,7 +17,8 @@ same file do not interleave within a line. A failed write (disk full) is logged 
 the span processor as a failure; it never reaches the application.
 
 Content: the spans as recorded, so message content is in the file when capture is on (that is
-what the audit checks). The file is created with the process's default permissions.
+what the audit checks). So a file the exporter creates is private, 0600 (as uploaded content is);
+a file that already exists keeps its permissions.
 """
 
 from __future__ import annotations
@@ -80,7 +81,8 @@ class OtlpJsonFileSpanExporter(SpanExporter):
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self._path = Path(path)
         try:
-            self._file = open(self._path, "ab", buffering=0)  # noqa: SIM115 -- open for the exporter's life
+            fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)  # private when created
+            self._file = os.fdopen(fd, "ab", buffering=0)  # open for the exporter's life
         except OSError as exc:
             reason = exc.strerror or str(exc)
             raise ValueError(f"traces file {str(path)!r}: cannot open it for appending: {reason}") from None

@@ -257,14 +257,20 @@ class ContentUploader:
                     self._cond.notify_all()
 
     def _write_local(self, name: str, body: str) -> None:
+        """Content is private: each folder this creates is 0700 and each file 0600 (never the
+        process's default, typically world-readable); a folder that exists is left as it is."""
         directory = self.target.directory
         assert directory is not None
         if not self._prepared:
-            directory.mkdir(parents=True, exist_ok=True)
+            _private_dirs(directory)
             self._prepared = True
         path = directory / name
         partial = path.with_name(f".{name}.partial")
-        partial.write_text(body, encoding="utf-8")
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _FILE_MODE)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            if hasattr(os, "fchmod"):
+                os.fchmod(handle.fileno(), _FILE_MODE)  # a stale partial file kept its old mode
+            handle.write(body)
         os.replace(partial, path)  # readers never see half a file
 
     def _write_fs(self, name: str, body: str) -> None:
@@ -278,6 +284,28 @@ class ContentUploader:
             self._prepared = True
         with fs.open(posixpath.join(root, name), "w", encoding="utf-8") as handle:
             handle.write(body)
+
+
+_FILE_MODE: Final = 0o600
+_DIR_MODE: Final = 0o700
+
+
+def _private_dirs(directory: Path) -> None:
+    """``directory`` and any missing parent, each created 0700 (``mkdir(parents=True)`` gives the
+    parents the default mode)."""
+    missing: list[Path] = []
+    current = directory
+    while not current.exists() and current != current.parent:
+        missing.append(current)
+        current = current.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=_DIR_MODE)
+        except FileExistsError:  # made meanwhile (another writer): theirs
+            continue
+        folder.chmod(_DIR_MODE)  # the umask may have taken bits off; never adds any the mode lacks
+    if not directory.is_dir():
+        directory.mkdir(parents=True, exist_ok=True)  # raises the error the old code did
 
 
 def _digest(text: str) -> str:

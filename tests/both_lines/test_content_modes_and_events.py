@@ -384,3 +384,77 @@ async def test_a_failed_call_has_an_event_with_its_input_and_error_type(
     assert semconv.GEN_AI_OUTPUT_MESSAGES not in attrs
     assert not chat.status.description  # event-only: not even the exception's message on the span
     assert record.log_record.span_id == chat.context.span_id if chat.context else False
+
+
+def nested(levels: int) -> Any:
+    value: Any = "bottom"
+    for _ in range(levels):
+        value = {"a": [value]}
+    return value
+
+
+HUGE = 2**70
+
+
+@pytest.mark.parametrize("capture", ["event_only", "span_and_event"])
+async def test_event_content_that_json_holds_but_otlp_cannot_is_recorded_not_dropped(
+    capture: str,
+    receiver: OtlpReceiver,
+    span_exporter: InMemorySpanExporter,
+    meter_provider: MeterProvider,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A tool call whose arguments hold an integer beyond int64 and a value nested 30 levels
+    deep: the event (over real OTLP/HTTP to the receiver) keeps its output messages, the integer
+    as its digits and the deep part as JSON text below ``MAX_EVENT_DEPTH``. Paired negative below."""
+    records = await run_odd_arguments(capture, receiver, span_exporter, meter_provider, monkeypatch)
+    first = records[0].attributes
+    assert semconv.GEN_AI_OUTPUT_MESSAGES in first, "the OTLP encoder dropped the event's output messages"
+    (call,) = parts(first[semconv.GEN_AI_OUTPUT_MESSAGES], "tool_call")
+    assert call["arguments"]["count"] == str(HUGE)
+    deep = call["arguments"]["deep"]
+    depth = 0
+    while isinstance(deep, dict | list):
+        deep = deep["a"] if isinstance(deep, dict) else deep[0]
+        depth += 1
+    assert isinstance(deep, str) and json.loads(deep)  # the rest, as JSON text
+    assert '"bottom"' in deep
+    assert 0 < depth < 30
+
+
+async def test_without_making_event_values_encodable_the_exporter_drops_them(
+    receiver: OtlpReceiver,
+    span_exporter: InMemorySpanExporter,
+    meter_provider: MeterProvider,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from flowra_otel.core import details_event
+
+    monkeypatch.setattr(details_event, "loggable", json.loads)
+    records = await run_odd_arguments("event_only", receiver, span_exporter, meter_provider, monkeypatch)
+    assert semconv.GEN_AI_OUTPUT_MESSAGES not in records[0].attributes
+
+
+async def run_odd_arguments(
+    capture: str,
+    receiver: OtlpReceiver,
+    span_exporter: InMemorySpanExporter,
+    meter_provider: MeterProvider,
+    monkeypatch: pytest.MonkeyPatch,
+) -> list[Any]:
+    monkeypatch.setenv(ENV, capture.upper())
+    handles = configure_with_logs_to(receiver, "http", span_exporter, monkeypatch)
+    try:
+        assert handles.logger_provider is not None
+        hooks = OtelHooks(
+            tracer_provider=handles.tracer_provider,
+            meter_provider=meter_provider,
+            logger_provider=handles.logger_provider,
+            capture_content=capture,
+        )
+        arguments = {"city": "Oslo", "count": HUGE, "deep": nested(30)}
+        await S.tool_hook_run(hooks, ("c1", "get_weather", arguments))
+        assert handles.force_flush()
+        return receiver.wait_for_log_records(2)
+    finally:
+        handles.shutdown()

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -218,3 +220,27 @@ def test_an_unusable_base_path_in_the_environment_warns_and_uploads_nothing(
     hooks = make_otel_hooks()
     assert hooks.options.content_upload is None and hooks.telemetry.uploader is None
     assert any("need fsspec" in r.getMessage() and r.levelno == logging.WARNING for r in caplog.records)
+
+
+async def test_uploaded_content_is_private_to_its_user(
+    make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter, tmp_path: Path
+) -> None:
+    """Files 0600, the folders the upload creates 0700, under the usual umask (022) that gives
+    world-readable files by default. The folder that already existed is left as it was."""
+    base = tmp_path / "private" / "genai" / "content"
+    before = mode(tmp_path)
+    old_umask = os.umask(0o022)
+    try:
+        assert await run(make_otel_hooks(content_upload=base)) == "Ada is on file."
+    finally:
+        os.umask(old_umask)
+    files = list(base.iterdir())
+    assert len(files) == 6
+    assert {oct(mode(p)) for p in files} == {oct(0o600)}
+    for folder in (tmp_path / "private", tmp_path / "private" / "genai", base):
+        assert oct(mode(folder)) == oct(0o700), folder
+    assert mode(tmp_path) == before
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)

@@ -20,6 +20,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 
 from flowra_otel.__main__ import main
+from flowra_otel.core import audit as audit_module
 from flowra_otel.core import redaction, semconv
 from flowra_otel.core.audit import EXIT_BAD_INPUT, EXIT_CLEAN, EXIT_LEAK, audit_file
 from tests.hook_registry.test_otlp_export_end_to_end import (
@@ -247,6 +248,54 @@ async def test_given_secrets_and_builtin_switch(
     assert "LEAK given_secret" in out and "1 given secret(s)" in out
     code, _, _ = audit([str(redacted), "--no-builtin-patterns", "--secrets-file", str(secrets)], capsys)
     assert code == EXIT_CLEAN
+
+
+EDITOR_ENCODINGS = [
+    pytest.param("utf-8-sig", "\n", id="utf-8-bom"),  # Notepad, PowerShell 5 Out-File -Encoding utf8
+    pytest.param("utf-16", "\r\n", id="utf-16-bom-crlf"),  # PowerShell 5's > redirection
+    pytest.param("utf-32", "\n", id="utf-32-bom"),
+    pytest.param("utf-8", "\r\n", id="utf-8-crlf"),
+    pytest.param("utf-8", "\r", id="utf-8-cr"),
+]
+
+
+@pytest.mark.parametrize(("encoding", "newline"), EDITOR_ENCODINGS)
+async def test_a_secrets_file_as_editors_save_it_finds_the_leak(
+    encoding: str, newline: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The secret first in the file (where a byte order mark sits) and with an editor's trailing
+    space: still found. Paired negative below: read as before, the BOM made the audit clean."""
+    _, leaked = await exported(monkeypatch, tmp_path, "leak")
+    secrets = tmp_path / "secrets.txt"
+    secrets.write_bytes(newline.join([f"{SECRET_KEY} ", "# production keys", ""]).encode(encoding))
+    code, out, _ = audit([str(leaked), "--no-builtin-patterns", "--secrets-file", str(secrets)], capsys)
+    assert code == EXIT_LEAK, out
+    assert "LEAK given_secret" in out and "1 given secret(s)" in out
+
+
+async def test_read_as_before_a_bom_hid_the_first_secret(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, leaked = await exported(monkeypatch, tmp_path, "leak")
+    monkeypatch.setattr(audit_module, "read_text_file", lambda path: Path(path).read_text(encoding="utf-8"))
+    secrets = tmp_path / "secrets.txt"
+    secrets.write_bytes(f"{SECRET_KEY}\n".encode("utf-8-sig"))
+    code, _, _ = audit([str(leaked), "--no-builtin-patterns", "--secrets-file", str(secrets)], capsys)
+    assert code == EXIT_CLEAN  # the false clean the BOM caused
+
+
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16", "utf-32"])
+async def test_a_traces_file_with_a_byte_order_mark_gives_the_same_report(
+    encoding: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, leaked = await exported(monkeypatch, tmp_path, "leak")
+    code, expected, _ = audit([str(leaked)], capsys)
+    assert code == EXIT_LEAK
+    again = tmp_path / "again.jsonl"
+    again.write_bytes(leaked.read_text(encoding="utf-8").replace("\n", "\r\n").encode(encoding))
+    code, out, _ = audit([str(again)], capsys)
+    assert code == EXIT_LEAK
+    assert out.replace(str(again), str(leaked)) == expected
 
 
 # ------------------------------------------------------------------------------------ other encodings

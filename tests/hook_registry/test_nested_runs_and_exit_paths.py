@@ -379,6 +379,54 @@ async def test_a_run_started_inside_a_tool_nests_under_that_tool(
     assert_all_ended(ledger, span_exporter)
 
 
+async def test_a_run_started_inside_a_tool_on_the_same_runtime_is_a_run_of_its_own(
+    otel_hooks: OtelHooks, span_exporter: InMemorySpanExporter, ledger: SpanLedger
+) -> None:
+    """The same runtime (another storage key): the inner run keeps its own conversation and user
+    ids, under the tool's span, in the caller's trace (the runtime.hooks line got this wrong)."""
+    provider = ScriptedProvider(
+        [tool_calls_response([("d", "ask_again", {})]), text_response("inner answer"), text_response("outer answer")]
+    )
+    holder: dict[str, AgentRuntime] = {}
+
+    async def ask_again(ctx: ToolExecutionContext) -> ToolResult:
+        metadata = {"conversation_id": "inner", "user_id": "u-inner"}
+        result = await run_tool_loop(holder["runtime"], "inner question", metadata=metadata, storage_key="inner")
+        return ToolResult(content=final_text(result) or "")
+
+    async with tool_registry(named_tool("ask_again", ask_again)) as tools:
+        holder["runtime"] = tool_loop_runtime(provider, tools, hooks_with(otel_hooks))
+        metadata = {"conversation_id": "outer", "user_id": "u-outer"}
+        result = await run_tool_loop(holder["runtime"], "q", metadata=metadata)
+    assert final_text(result) == "outer answer"
+    outer = {semconv.GEN_AI_CONVERSATION_ID: "outer", semconv.USER_ID: "u-outer"}
+    inner = {semconv.GEN_AI_CONVERSATION_ID: "inner", semconv.USER_ID: "u-inner"}
+    keys = (semconv.GEN_AI_CONVERSATION_ID, semconv.USER_ID)
+    simple = [
+        (n.name, n.attrs, [(c.name, c.attrs, [(g.name, g.attrs) for g in c.children]) for c in n.children])
+        for n in tree(span_exporter, keys)
+    ]
+    assert simple == [
+        (
+            "invoke_agent assistant",
+            outer,
+            [
+                (CHAT, outer, []),
+                ("execute_tool ask_again", outer, [("invoke_agent assistant", inner)]),
+                (CHAT, outer, []),
+            ],
+        )
+    ]
+    (nested,) = [
+        s
+        for s in span_exporter.get_finished_spans()
+        if s.name == CHAT and s.attributes and s.attributes.get(semconv.GEN_AI_CONVERSATION_ID) == "inner"
+    ]
+    assert nested is not None
+    assert len({s.context.trace_id for s in span_exporter.get_finished_spans() if s.context}) == 1
+    assert_all_ended(ledger, span_exporter)
+
+
 # ================================================================================ 2. custom agents
 CHAT_ATTRS = (semconv.GEN_AI_OPERATION_NAME, semconv.GEN_AI_PROVIDER_NAME, semconv.GEN_AI_REQUEST_MODEL)
 EXPECTED_CHAT_ATTRS = {

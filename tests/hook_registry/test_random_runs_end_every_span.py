@@ -17,6 +17,14 @@ no invented or prefixed name is a tool's name, and neither the plugin nor
 A second property: a durable run stopped at a random LLM call (its task cancelled; agents used
 as tools included) and resumed on a fresh runtime continues as one trace, its root linked to
 the stopped run's, every span ended.
+
+A third (the fourth trust round, ``tests/round_four.py``): content on spans, in the details events
+or both; ``FlowraInstrumentor`` instrumented and uninstrumented at random before and after the app
+installs its own ``OtelHooks``; a tool that runs another conversation on the same runtime; a tool
+result (and arguments) holding an integer beyond int64 and a value nested 30 deep; and a private
+key of 100 - 5 000 characters placed around the cut of a random budget. Every span ends, the
+nested run keeps its own conversation id, the app's tool results survive the instrumentor, no key
+material is recorded on any span or event, and every event's messages survive the OTLP round trip.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import dataclasses
 import functools
 import random
 from collections import defaultdict
+from collections.abc import Iterator
 from typing import Any, cast
 
 import pytest
@@ -40,6 +49,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from flowra_otel import OtelHooks
 from flowra_otel.core import durable_link, semconv
+from flowra_otel.instrumentor import FlowraInstrumentor
 from flowra_otel.testing import find_leaks
 from tests.hook_registry.conftest import SpanLedger, assert_all_ended
 from tests.hook_registry.flowra_support import (
@@ -56,6 +66,7 @@ from tests.hook_registry.flowra_support import (
     tool_loop_runtime,
     tool_registry,
 )
+from tests.round_four import check, memory_logs, missing_features, redact_keys, round_four
 
 RUNS_PER_SEED = 6
 BIG = 2**64 - 1
@@ -478,3 +489,89 @@ async def test_a_run_stopped_at_a_random_llm_call_resumes_as_one_linked_trace(
     assert all(s.parent is None or s.parent.span_id in ids for s in resumed), "every parent in the trace"
     assert {(s.attributes or {}).get(semconv.GEN_AI_CONVERSATION_ID) for s in resumed} == {f"conv-{seed}"}
     assert_ints_fit_int64(span_exporter.get_finished_spans())
+
+
+# ------------------------------------------------------------------------------------ the fourth round
+def _instrumentor(ops: tuple[str, ...], tracer_provider: Any, meter_provider: Any) -> None:
+    instrumentor = FlowraInstrumentor()
+    for op in ops:
+        if op == "instrument" and not instrumentor.is_instrumented_by_opentelemetry:
+            instrumentor.instrument(tracer_provider=tracer_provider, meter_provider=meter_provider)
+        elif op == "uninstrument" and instrumentor.is_instrumented_by_opentelemetry:
+            instrumentor.uninstrument()
+
+
+@pytest.fixture
+def instrumentor_off() -> Iterator[None]:
+    yield
+    instrumentor = FlowraInstrumentor()
+    if instrumentor.is_instrumented_by_opentelemetry:
+        instrumentor.uninstrument()
+
+
+@pytest.mark.parametrize("seed", range(48))
+async def test_the_fourth_rounds_random_runs(
+    seed: int,
+    tracer_provider: Any,
+    meter_provider: Any,
+    span_exporter: InMemorySpanExporter,
+    ledger: SpanLedger,
+    instrumentor_off: None,
+) -> None:
+    """Content modes with events, instrument/uninstrument interleaved around the app's own
+    ``OtelHooks``, a nested run on the same runtime and a private key of 100 - 5 000 characters
+    placed around the cut of a random budget (``tests/round_four.py``): every span ends, the
+    nested run is a conversation of its own, the app's tool result and events survive the
+    instrumentor, no key material is recorded anywhere, and every event's messages reach the wire."""
+    plan = round_four(random.Random(seed))
+    logger_provider, log_exporter = memory_logs()
+    holder: dict[str, AgentRuntime] = {}
+
+    async def keyed_file(name: str, size: int | None = None, deep: dict[str, Any] | None = None) -> str:
+        """Reads a file (it holds a private key around the content budget's cut)."""
+        return plan.result_text(f"end of {name}")
+
+    async def ask_again(name: str) -> str:
+        """Asks the same assistant again: another conversation, on the runtime running this tool."""
+        metadata = {"conversation_id": "inner", "user_id": "u-inner"}
+        result = await run_tool_loop(holder["runtime"], name, metadata=metadata, storage_key="inner")
+        return str(result.status)
+
+    calls: list[tuple[str, str, dict[str, Any]]] = [("k1", "keyed_file", {"name": "id_rsa", **plan.arguments_extra()})]
+    script: list[Any] = []
+    if plan.nested:
+        calls.append(("n1", "ask_again", {"name": "Who else?"}))
+        script.append(text_response("inner answer"))
+    provider = ScriptedProvider([tool_calls_response(calls), *script, text_response("outer answer")])
+    _instrumentor(plan.before_install, tracer_provider, meter_provider)
+    registry = HookRegistry()  # made while instrumented, it carries the instrumentor's OtelHooks too
+    registry.add(
+        OtelHooks(
+            tracer_provider=tracer_provider,
+            meter_provider=meter_provider,
+            logger_provider=logger_provider,
+            capture_content=plan.mode,
+            max_content_length=plan.budget,
+            redact=redact_keys,
+        )
+    )
+    _instrumentor(plan.after_install, tracer_provider, meter_provider)
+    tools = [as_local_tool(keyed_file, name="keyed_file"), as_local_tool(ask_again, name="ask_again")]
+    async with tool_registry(*tools) as tool_reg:
+        runtime = tool_loop_runtime(provider, tool_reg, registry)
+        holder["runtime"] = runtime
+        metadata = {"conversation_id": "outer", "user_id": "u-outer"}
+        result = await run_tool_loop(runtime, "Read id_rsa", metadata=metadata)
+    assert result.status == ToolLoopStatus.COMPLETED
+
+    assert_all_ended(ledger, span_exporter)
+    spans = span_exporter.get_finished_spans()
+    assert len({s.context.trace_id for s in spans if s.context}) == 1
+    conversation = semconv.GEN_AI_CONVERSATION_ID
+    inner = sorted(s.name for s in spans if (s.attributes or {}).get(conversation) == "inner")
+    assert inner == (["chat sonnet-4-5", "invoke_agent assistant"] if plan.nested else [])
+    check(plan, spans, log_exporter.get_finished_logs(), chats=3 if plan.nested else 2)
+
+
+def test_the_fourth_rounds_plans_cover_every_feature() -> None:
+    assert missing_features(range(48)) == set()

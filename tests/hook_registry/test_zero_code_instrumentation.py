@@ -514,3 +514,35 @@ def test_warning_when_spans_would_go_nowhere(
     assert proc.stdout == "done\n"
     assert proc.stderr.count(f"flowra_otel WARNING {NO_PROVIDER_WARNING}") == warnings, proc.stderr
     assert proc.stderr.count("spans go nowhere") == warnings, proc.stderr
+
+
+async def test_uninstrument_leaves_the_apps_own_otel_hooks_tracing(
+    instrumentor: FlowraInstrumentor,
+    originals: dict[tuple[type, str], Any],
+    tracer_provider: TracerProvider,
+    meter_provider: MeterProvider,
+    span_exporter: InMemorySpanExporter,
+) -> None:
+    """instrument(), an app that adds its own OtelHooks, uninstrument(): the patches the app's
+    hooks need stay (owned by them too) and its run is traced whole, with its tool result and
+    conversation id; a registry made while instrumented keeps the instrumentor's handlers, which
+    trace nothing any more. Paired negative: before owners were counted, uninstrument() removed
+    the patches under the app, which then recorded nothing."""
+    instrumentor.instrument(tracer_provider=tracer_provider, meter_provider=meter_provider)
+    auto = HookRegistry()  # carries the instrumentor's OtelHooks
+    assert auto.has_handlers(BeforeLLMCallEvent)
+    app = HookRegistry()  # made while instrumented too: the app's own takes over there
+    app.add(OtelHooks(tracer_provider=tracer_provider, meter_provider=meter_provider, capture_content=True))
+    instrumentor.uninstrument()
+    assert patches.installed(), "uninstrument() removed the patches an app's OtelHooks needs"
+    await _run_on(auto)
+    assert span_exporter.get_finished_spans() == ()
+    async with tool_registry(get_weather) as tools:
+        runtime = tool_loop_runtime(_script(), tools, app)
+        result = await run_tool_loop(runtime, "Weather in Oslo?", metadata={"conversation_id": "c-app"})
+    assert result.status == ToolLoopStatus.COMPLETED
+    spans = span_exporter.get_finished_spans()
+    assert span_tree.shape(span_tree.build(spans)) == EXPECTED_SHAPE
+    assert {s.attributes[semconv.GEN_AI_CONVERSATION_ID] for s in spans if s.attributes} == {"c-app"}
+    (tool,) = [s for s in spans if s.name == "execute_tool get_weather"]
+    assert tool.attributes is not None and semconv.GEN_AI_TOOL_CALL_RESULT in tool.attributes

@@ -879,3 +879,93 @@ async def test_without_the_tool_span_current_in_its_step_a_nested_run_starts_a_t
         ("invoke_agent assistant", [(CHAT, [])]),
     ]
     assert len(trace_ids(span_exporter)) == 2
+
+
+class SameRuntime:
+    """The runtime ``ask_again`` runs its question on: the very runtime whose tool it is."""
+
+    runtime: AgentRuntime | None = None
+
+
+@tool("ask_again")
+async def ask_again(params: AskParams, same: SameRuntime) -> str:
+    """Asks the same assistant again: a run of its own, on the runtime running this tool."""
+    assert same.runtime is not None
+    result = await run_chat(same.runtime, params.question, conversation_id="inner", user_id="u-inner")
+    return result.response or ""
+
+
+IDENTITY_KEYS = (semconv.GEN_AI_CONVERSATION_ID, semconv.USER_ID)
+
+
+def same_runtime_asking(hooks: OtelHooks) -> AgentRuntime:
+    provider = ScriptedProvider(
+        tool_calls_response(("c1", "ask_again", {"question": "q1"})), text_response("inner"), text_response("outer")
+    )
+    same = SameRuntime()
+    runtime = chat_runtime(provider, ask_again, services={SameRuntime: same})
+    same.runtime = runtime
+    hooks.install(runtime)
+    return runtime
+
+
+async def test_a_run_started_inside_a_tool_on_the_same_runtime_is_a_run_of_its_own(
+    make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter, ledger: SpanLedger
+) -> None:
+    """The inner run's root starts on a fresh execution stack while the outer tool's frame flows
+    into it: it must be a run of its own (its conversation and user ids), nested under the tool."""
+    runtime = same_runtime_asking(make_otel_hooks())
+    result = await run_chat(runtime, "Ask again", conversation_id="outer", user_id="u-outer")
+    assert result.response == "outer"
+    outer = {semconv.GEN_AI_CONVERSATION_ID: "outer", semconv.USER_ID: "u-outer"}
+    inner = {semconv.GEN_AI_CONVERSATION_ID: "inner", semconv.USER_ID: "u-inner"}
+    assert ends(tree(span_exporter, IDENTITY_KEYS)) == [
+        (
+            "invoke_agent assistant",
+            "UNSET",
+            outer,
+            [
+                (CHAT, "UNSET", outer, []),
+                (
+                    "execute_tool ask_again",
+                    "UNSET",
+                    outer,
+                    [("invoke_agent assistant", "UNSET", inner, [(CHAT, "UNSET", inner, [])])],
+                ),
+                (CHAT, "UNSET", outer, []),
+            ],
+        )
+    ]
+    assert len(trace_ids(span_exporter)) == 1
+    assert_all_ended(ledger, span_exporter)
+
+
+async def test_a_run_a_hook_starts_on_the_same_runtime_is_a_run_of_its_own_without_content(
+    make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter, ledger: SpanLedger
+) -> None:
+    """The sibling from a hook: an ``AfterToolCallEvent`` handler that has the result checked by a
+    run on the same runtime. Its own ids, under the tool-calling agent, and no content (a run a
+    hook starts may be given the very value being redacted)."""
+    provider = ScriptedProvider(
+        tool_calls_response(("c1", "get_weather", {"city": "Oslo"})), text_response("fine"), text_response("outer")
+    )
+    runtime = chat_runtime(provider, get_weather)
+
+    async def check(event: Any) -> None:
+        metadata = {"conversation_id": "check", "user_id": "u-check"}
+        await runtime.run(agent=ChatAgent, spec=ChatSpec.text("Check the result", metadata=metadata))
+
+    make_otel_hooks(capture_content=True).install(runtime)
+    runtime.hooks.on(turn_events.AfterToolCallEvent, check)
+    result = await run_chat(runtime, "Weather?", conversation_id="outer", user_id="u-outer")
+    assert result.response == "outer"
+    spans = span_exporter.get_finished_spans()
+    checked = [s for s in spans if (s.attributes or {}).get(semconv.GEN_AI_CONVERSATION_ID) == "check"]
+    assert sorted(s.name for s in checked) == [CHAT, "invoke_agent assistant"]
+    assert all((s.attributes or {}).get(semconv.USER_ID) == "u-check" for s in checked)
+    content = {semconv.GEN_AI_INPUT_MESSAGES, semconv.GEN_AI_OUTPUT_MESSAGES}
+    assert all(not content & set(s.attributes or {}) for s in checked)
+    others = [s for s in spans if s not in checked]
+    assert {(s.attributes or {}).get(semconv.GEN_AI_CONVERSATION_ID) for s in others} == {"outer"}
+    assert len({s.context.trace_id for s in spans if s.context}) == 1
+    assert_all_ended(ledger, span_exporter)

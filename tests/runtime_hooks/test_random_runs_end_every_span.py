@@ -31,6 +31,14 @@ plan is built, never while it runs, so the same plan runs identically twice: fir
 A second property: a durable run stopped at a random LLM call (its task cancelled; the chat's or
 a researcher's, used as a tool) and resumed on a fresh runtime continues as one trace, its root
 linked to the stopped run's, every span ended.
+
+A third (the fourth trust round, ``tests/round_four.py``): content on spans, in the details events
+or both; ``FlowraInstrumentor`` instrumented and uninstrumented at random before and after the app
+installs its own ``OtelHooks``; a tool that runs another conversation on the same runtime; a tool
+result (and arguments) holding an integer beyond int64 and a value nested 30 deep; and a private
+key of 100 - 5 000 characters placed around the cut of a random budget. Every span ends, the
+nested run keeps its own conversation id, the app's tool results survive the instrumentor, no key
+material is recorded on any span or event, and every event's messages survive the OTLP round trip.
 """
 
 from __future__ import annotations
@@ -77,7 +85,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from flowra_otel import OtelHooks
 from flowra_otel.adapters.runtime_hooks import emit_patch
 from flowra_otel.core import semconv
+from flowra_otel.instrumentor import FlowraInstrumentor
 from flowra_otel.testing import find_leaks
+from tests.round_four import RoundFour, check, memory_logs, missing_features, redact_keys, round_four
 from tests.runtime_hooks.conftest import SpanLedger, assert_all_ended
 from tests.runtime_hooks.support import (
     CALLS_EVENT,
@@ -99,6 +109,7 @@ from tests.runtime_hooks.support import (
     research_tool,
     slow,
     text_response,
+    tool_calls_response,
     usage,
 )
 
@@ -771,3 +782,105 @@ async def test_a_run_stopped_at_a_random_llm_call_resumes_as_one_linked_trace(
     ids = {s.context.span_id for s in resumed if s.context is not None}
     assert all(s.parent is None or s.parent.span_id in ids for s in resumed), "every parent in the trace"
     assert {_conversation(s) for s in resumed} == {f"conv-{seed}"}
+
+
+# ------------------------------------------------------------------------------------ the fourth round
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class NameParams:
+    name: str
+    size: int | None = None
+    deep: dict[str, Any] | None = None
+
+
+class RoundFourState:
+    """What the fourth round's tools reach: the seed's plan and the runtime they run on."""
+
+    plan: RoundFour | None = None
+    runtime: AgentRuntime | None = None
+
+
+@tool("keyed_file")
+async def keyed_file(params: NameParams, state: RoundFourState) -> str:
+    """Reads a file (it holds a private key around the content budget's cut)."""
+    assert state.plan is not None
+    return state.plan.result_text(f"end of {params.name}")
+
+
+@tool("ask_again")
+async def ask_again(params: NameParams, state: RoundFourState) -> str:
+    """Asks the same assistant again: another conversation, on the runtime running this tool."""
+    assert state.runtime is not None
+    metadata = {"conversation_id": "inner", "user_id": "u-inner"}
+    result = await state.runtime.run(agent=ChatAgent, spec=ChatSpec.text(params.name, metadata=metadata))
+    return str(result.response)
+
+
+def _instrumentor(ops: tuple[str, ...], tracer_provider: Any, meter_provider: Any) -> None:
+    instrumentor = FlowraInstrumentor()
+    for op in ops:
+        if op == "instrument" and not instrumentor.is_instrumented_by_opentelemetry:
+            instrumentor.instrument(tracer_provider=tracer_provider, meter_provider=meter_provider)
+        elif op == "uninstrument" and instrumentor.is_instrumented_by_opentelemetry:
+            instrumentor.uninstrument()
+
+
+@pytest.fixture
+def instrumentor_off() -> Iterator[None]:
+    yield
+    instrumentor = FlowraInstrumentor()
+    if instrumentor.is_instrumented_by_opentelemetry:
+        instrumentor.uninstrument()
+
+
+@pytest.mark.parametrize("seed", range(48))
+async def test_the_fourth_rounds_random_runs(
+    seed: int,
+    tracer_provider: Any,
+    meter_provider: Any,
+    span_exporter: InMemorySpanExporter,
+    ledger: SpanLedger,
+    instrumentor_off: None,
+) -> None:
+    """Content modes with events, instrument/uninstrument interleaved around the app's own
+    ``OtelHooks``, a nested run on the same runtime and a private key of 100 - 5 000 characters
+    placed around the cut of a random budget: every span ends, the nested run is a conversation
+    of its own, the app's tool result and events survive the instrumentor, no key material is
+    recorded anywhere, and every event's messages reach the wire."""
+    plan = round_four(random.Random(seed))
+    logger_provider, log_exporter = memory_logs()
+    state = RoundFourState()
+    state.plan = plan
+    calls = [("k1", "keyed_file", {"name": "id_rsa", **plan.arguments_extra()})]
+    script: list[Any] = []
+    if plan.nested:
+        calls.append(("n1", "ask_again", {"name": "Who else?"}))
+        script.append(text_response("inner answer"))
+    provider = Scripted([tool_calls_response(*calls), *script, text_response("outer answer")])
+    _instrumentor(plan.before_install, tracer_provider, meter_provider)
+    runtime = chat_runtime(provider, keyed_file, ask_again, services={RoundFourState: state})
+    state.runtime = runtime
+    otel = OtelHooks(
+        tracer_provider=tracer_provider,
+        meter_provider=meter_provider,
+        logger_provider=logger_provider,
+        capture_content=plan.mode,
+        max_content_length=plan.budget,
+        redact=redact_keys,
+    )
+    otel.install(runtime)
+    _instrumentor(plan.after_install, tracer_provider, meter_provider)
+    metadata = {"conversation_id": "outer", "user_id": "u-outer"}
+    result = await runtime.run(agent=ChatAgent, spec=ChatSpec.text("Read id_rsa", metadata=metadata))
+    assert result.response == "outer answer"
+
+    assert_all_ended(ledger, span_exporter)
+    spans = span_exporter.get_finished_spans()
+    assert len({s.context.trace_id for s in spans if s.context}) == 1
+    inner = [s.name for s in spans if _conversation(s) == "inner"]
+    assert sorted(inner) == (["chat sonnet-4-5", "invoke_agent assistant"] if plan.nested else [])
+    assert {_conversation(s) for s in spans} == ({"outer", "inner"} if plan.nested else {"outer"})
+    check(plan, spans, log_exporter.get_finished_logs(), chats=3 if plan.nested else 2)
+
+
+def test_the_fourth_rounds_plans_cover_every_feature() -> None:
+    assert missing_features(range(48)) == set()

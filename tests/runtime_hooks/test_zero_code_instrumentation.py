@@ -10,6 +10,7 @@ whose app said ``capture_content=False``).
 
 from __future__ import annotations
 
+import gc
 import importlib.metadata
 import json
 import os
@@ -548,3 +549,39 @@ def test_warning_when_spans_would_go_nowhere(
     assert proc.stdout == "done\n"
     assert proc.stderr.count(f"flowra_otel WARNING {NO_PROVIDER_WARNING}") == warnings, proc.stderr
     assert proc.stderr.count("spans go nowhere") == warnings, proc.stderr
+
+
+async def test_uninstrument_leaves_the_apps_own_otel_hooks_tracing(
+    instrumentor: FlowraInstrumentor,
+    originals: tuple[Any, Any],
+    tracer_provider: TracerProvider,
+    meter_provider: MeterProvider,
+    span_exporter: InMemorySpanExporter,
+    ledger: SpanLedger,
+) -> None:
+    """instrument(), an app that installs its own OtelHooks, uninstrument(): the patch the app's
+    hooks need stays (owned by them too), the app's run keeps its tool result, ledger and
+    conversation id, and the runtime the instrumentor traced records nothing. Paired negative:
+    before owners were counted, uninstrument() put flowra's own emit back under the app."""
+    _, emit = originals
+    instrumentor.instrument(tracer_provider=tracer_provider, meter_provider=meter_provider)
+    auto = weather_runtime()
+    app = weather_runtime()
+    hooks = OtelHooks(tracer_provider=tracer_provider, meter_provider=meter_provider, capture_content=True)
+    hooks.install(app)
+    instrumentor.uninstrument()
+    assert emit_patch.installed(), "uninstrument() removed the emit patch an app's OtelHooks needs"
+    await run_weather(auto)
+    assert span_exporter.get_finished_spans() == ()
+    await run_chat(app, "Weather in Oslo?", conversation_id="c-app")
+    assert shape(span_exporter) == EXPECTED_SHAPE
+    spans = span_exporter.get_finished_spans()
+    assert {s.attributes[semconv.GEN_AI_CONVERSATION_ID] for s in spans if s.attributes} == {"c-app"}
+    (tool,) = [s for s in spans if s.name == "execute_tool get_weather"]
+    assert tool.attributes is not None and semconv.GEN_AI_TOOL_CALL_RESULT in tool.attributes
+    assert_all_ended(ledger, span_exporter)
+    del hooks, app  # the last owner gone: uninstrumenting (again) puts flowra's own emit back
+    gc.collect()
+    instrumentor.instrument(tracer_provider=tracer_provider, meter_provider=meter_provider)
+    instrumentor.uninstrument()
+    assert HooksImpl.__dict__["emit"] is emit

@@ -37,15 +37,17 @@ class HookRegistryAdapter:
     (whose docstring lists the options) or by the zero-code instrumentor.
     """
 
-    __slots__ = ("_auto", "_disabled", "options", "telemetry")
+    # __weakref__: an owner of the patches (patches._owners)
+    __slots__ = ("__weakref__", "_auto", "_disabled", "_retired", "options", "telemetry")
 
     def __init__(self, telemetry: Telemetry) -> None:
         self.telemetry: Final[Telemetry] = telemetry
         self.options: Final[TraceOptions] = telemetry.options
         self._auto = False  # True only for the zero-code instrumentor's instance
+        self._retired = False  # the zero-code instrumentor's, after uninstrument(): traces nothing
         self._disabled = telemetry.disabled
         if not self._disabled:
-            patches.install()
+            patches.install(self)
 
     def install(self, runtime: Any) -> None:
         """Trace every agent of ``runtime``: adds this adapter to the ``HookRegistry`` the runtime
@@ -108,7 +110,7 @@ class HookRegistryAdapter:
 
     def _on_event(self, event: Any) -> None:
         step = patches.current_step()
-        if step is None:
+        if step is None or self._retired:
             return
         try:
             step.book.claim(self, step, event.data, event.context)

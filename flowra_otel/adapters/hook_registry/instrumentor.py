@@ -32,11 +32,11 @@ and the global tracer provider is still the API's placeholder, a warning says so
 process, with the fix. It is checked then and not inside ``instrument()``, because an app may
 instrument first and call ``configure_telemetry()`` right after.
 
-``uninstrument()`` puts ``HookRegistry.__init__`` back and removes the plugin's patches of flowra
-(``patches.uninstall()``), so nothing is traced any more, explicitly added `OtelHooks` included,
-until the patches are installed again (by building an `OtelHooks`, or instrumenting again).
-Registries created while instrumented keep their `OtelHooks` handlers: flowra offers no way to
-remove a handler, and they are inert without the patches.
+``uninstrument()`` puts ``HookRegistry.__init__`` back, retires the instrumentor's `OtelHooks`
+(registries created while instrumented keep its handlers, since flowra offers no way to remove a
+handler, but they trace nothing any more) and lets go of its hold on the plugin's patches of
+flowra: they are removed once no `OtelHooks` the app added itself needs them (those keep tracing
+as before); building an `OtelHooks`, or instrumenting again, installs them again.
 """
 
 from __future__ import annotations
@@ -161,11 +161,13 @@ class FlowraInstrumentor(BaseInstrumentor):
     def _uninstrument(self, **kwargs: Any) -> None:
         with _lock:
             original = _state.pop("original", None)
-            _state.pop("hooks", None)
+            hooks = _state.pop("hooks", None)
             _state.pop("check_provider", None)
             if original is not None and _is_wrapped():
                 setattr(HookRegistry, _INIT, original)
-        patches.uninstall()
+        if hooks is not None:
+            hooks._retired = True  # its handlers stay on the registries it was added to, inert
+            patches.uninstall(hooks)  # kept while an OtelHooks of the app's own needs them
 
     @property
     def hooks(self) -> HookRegistryAdapter | None:

@@ -29,5 +29,10 @@ class Owner(Protocol):
     def _auto(self) -> bool:
         """True for the zero-code instrumentor's adapter, which an app's own one replaces."""
 
+    @property
+    def _retired(self) -> bool:
+        """True for the zero-code instrumentor's adapter once ``uninstrument()`` ran: its handlers
+        stay on the registries made while instrumented (flowra cannot remove them) and trace nothing."""
+
 
 __all__ = ["Owner"]

@@ -41,6 +41,7 @@ import logging
 import threading
 import time
 import types
+import weakref
 from contextvars import ContextVar
 from typing import Any, Final
 
@@ -283,7 +284,12 @@ def _patched_emit(original: Any) -> Any:
                 frames = step.frames
                 if not frames or type(frames[-1].data) is not cls:
                     handlers = handler_map(self).get(cls)
-                    if handlers and len(handlers) == 1 and getattr(handlers[0], "__func__", None) in PLUGIN_HANDLERS:
+                    if (
+                        handlers
+                        and len(handlers) == 1
+                        and getattr(handlers[0], "__func__", None) in PLUGIN_HANDLERS
+                        and not handlers[0].__self__._retired
+                    ):
                         return _finished_when_awaited(book, step, data, handlers[0].__self__, self, time.time_ns())
             # Otherwise the book runs the handler loop itself: an event no OtelHooks sees (directly
             # or through propagate_to) leaves no trace but a frame, popped when its handlers ran.
@@ -434,9 +440,17 @@ def _is_ours(value: Any) -> bool:
     return hasattr(getattr(value, "__func__", value), _MARK)
 
 
-def install() -> None:
-    """Patch flowra once per process (safe to call any number of times, from any thread)."""
+_owners: Final[weakref.WeakSet[Any]] = weakref.WeakSet()
+"""Who needs the patches (the adapters: the app's ``OtelHooks`` and the zero-code instrumentor's).
+Weak: an adapter the app dropped with its registries no longer holds them."""
+
+
+def install(owner: object | None = None) -> None:
+    """Patch flowra once per process (safe to call any number of times, from any thread), held
+    for ``owner`` until ``uninstall(owner)``."""
     with _lock:
+        if owner is not None:
+            _owners.add(owner)
         for cls, name, make in _PATCHES:
             current = cls.__dict__.get(name)
             if current is None:
@@ -456,9 +470,17 @@ def install() -> None:
             _wrap_provider_class(sub)
 
 
-def uninstall() -> None:
-    """Undo ``install`` exactly: put back the attributes that were there before."""
+def uninstall(owner: object | None = None) -> None:
+    """``owner`` no longer needs the patches: once no live owner does, undo ``install`` exactly
+    (put back the attributes that were there before), so ``FlowraInstrumentor().uninstrument()``
+    never switches off an ``OtelHooks`` the app added itself. None: every owner lets go (tests)."""
     with _lock:
+        if owner is None:
+            _owners.clear()
+        else:
+            _owners.discard(owner)
+        if _owners:
+            return
         for cls, name, _ in _PATCHES:
             current = cls.__dict__.get(name)
             if current is not None and _is_ours(current):

@@ -43,6 +43,8 @@ def takes_over(current: Owner | None, candidate: Owner) -> bool:
     it first, or None): the first one to see it does, except that an app's own ``OtelHooks`` takes
     over from the zero-code instrumentor's. A registry made while instrumented carries the
     instrumentor's, and a child registry forwards to the app's; the app's options always apply."""
+    if candidate._retired:  # the zero-code one after ``uninstrument()``: its handlers stay, inert
+        return False
     return current is None or (current._auto and not candidate._auto)
 
 

@@ -24,14 +24,14 @@ class RuntimeHooksAdapter:
     spans and metrics. Built by ``flowra_otel.OtelHooks`` (whose docstring lists the options) or by
     the zero-code instrumentor."""
 
-    __slots__ = ("_auto", "options", "telemetry")
+    __slots__ = ("__weakref__", "_auto", "options", "telemetry")  # weak: an owner of the emit patch
 
     def __init__(self, telemetry: Telemetry) -> None:
         self.telemetry: Final[Telemetry] = telemetry
         self.options: Final[TraceOptions] = telemetry.options
         self._auto = False  # True only for the zero-code instrumentor's instance
         if not telemetry.disabled:
-            emit_patch.install()
+            emit_patch.install(self)
 
     def install(self, runtime: Any) -> None:
         """Trace every agent run of ``runtime``.

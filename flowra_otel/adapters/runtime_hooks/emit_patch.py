@@ -23,6 +23,7 @@ import inspect
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any, Final, Protocol
 
@@ -66,16 +67,24 @@ _lock = threading.Lock()
 _original: list[Callable[..., Any]] = []
 
 
-def install() -> None:
-    """Patch ``HooksImpl.emit`` (once per process; idempotent), after verifying the handler
-    storage the patched ``emit`` reads: the second line of defence behind the release gate of
-    ``flowra_otel.adapters`` (a patch on another storage would fail every run of the app).
+_owners: Final[weakref.WeakSet[Any]] = weakref.WeakSet()
+"""Who needs the patch (the adapters: the app's ``OtelHooks`` and the zero-code instrumentor's).
+Weak: an adapter the app dropped with its runtimes no longer holds it."""
+
+
+def install(owner: object | None = None) -> None:
+    """Patch ``HooksImpl.emit`` (once per process; idempotent), held for ``owner`` until
+    ``uninstall(owner)``, after verifying the handler storage the patched ``emit`` reads: the
+    second line of defence behind the release gate of ``flowra_otel.adapters`` (a patch on
+    another storage would fail every run of the app).
 
     Raises:
         TypeError: this flowra's ``HooksImpl`` is not the shape the patch reads (nothing patched).
     """
     with _lock:
         if _original:
+            if owner is not None:
+                _owners.add(owner)
             return
         missing = emit_shape_missing()
         if missing:
@@ -84,15 +93,23 @@ def install() -> None:
                 "(flowra 0.0.56 - 0.0.93 expected); nothing was patched"
             )
             raise TypeError(msg)
+        if owner is not None:
+            _owners.add(owner)
         original = HooksImpl.__dict__["emit"]
         _original.append(original)
         HooksImpl.emit = _make_emit(original)  # type: ignore[method-assign]
 
 
-def uninstall() -> None:
-    """Put flowra's own ``emit`` back."""
+def uninstall(owner: object | None = None) -> None:
+    """``owner`` no longer needs the patch: flowra's own ``emit`` is put back once no live owner
+    does, so ``FlowraInstrumentor().uninstrument()`` never switches off an ``OtelHooks`` the app
+    installed itself. None: every owner lets go (tests that need flowra's own ``emit``)."""
     with _lock:
-        if _original:
+        if owner is None:
+            _owners.clear()
+        else:
+            _owners.discard(owner)
+        if _original and not _owners:
             HooksImpl.emit = _original.pop()  # type: ignore[method-assign]
 
 

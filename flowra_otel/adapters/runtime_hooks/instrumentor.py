@@ -30,9 +30,10 @@ process, with the fix. It is checked then and not inside ``instrument()``, becau
 instrument first and call ``configure_telemetry()`` right after.
 
 ``uninstrument()`` puts ``AgentRuntime.__init__`` back, removes the instrumentor's subscriptions
-from the runtimes it traced (they run untraced from then on) and puts flowra's own
-``HooksImpl.emit`` back (``emit_patch.uninstall()``); building an `OtelHooks`, or instrumenting
-again, installs it again.
+from the runtimes it traced (they run untraced from then on) and lets go of its hold on the
+``HooksImpl.emit`` patch: flowra's own ``emit`` is put back once no `OtelHooks` the app built
+itself needs it (those keep tracing as before); building an `OtelHooks`, or instrumenting again,
+installs it again.
 """
 
 from __future__ import annotations
@@ -167,7 +168,7 @@ class FlowraInstrumentor(BaseInstrumentor):
     def _uninstrument(self, **kwargs: Any) -> None:
         with _lock:
             original = _state.pop("original", None)
-            _state.pop("adapter", None)
+            adapter = _state.pop("adapter", None)
             _state.pop("check_provider", None)
             if original is not None and _is_wrapped():
                 setattr(AgentRuntime, _INIT, original)
@@ -178,7 +179,8 @@ class FlowraInstrumentor(BaseInstrumentor):
                 _flowra.remove_global(tracing.runtime.hooks, tracing)
             except Exception:
                 internal_error("flowra_otel: could not remove the instrumentor's hooks from a runtime")
-        emit_patch.uninstall()
+        if adapter is not None:
+            emit_patch.uninstall(adapter)  # kept while an OtelHooks of the app's own needs it
 
     @property
     def hooks(self) -> RuntimeHooksAdapter | None:

@@ -39,7 +39,7 @@ from opentelemetry.trace import Span, get_current_span
 from ...core import attributes, semconv
 from ...core.agent_invocation import AgentInvocation
 from ...core.chat_invocation import ChatInvocation
-from ...core.current_span import attach, context_with, detach
+from ...core.current_span import attach, context_with, detach, inherited_tokens
 from ...core.field_tracker import FieldTracker
 from ...core.provider_check import check_global_tracer_provider
 from ...core.run_state import RunState
@@ -106,6 +106,11 @@ class RuntimeTracing:
                 return None  # flowra's machinery inside a traced run (a tool call's agent): no span
             stack = event.context.stack
             depth = len(stack) - 1
+            if depth == 0 and parent is not None:
+                # A run's root while a traced node's frame flows in: a run started from inside that
+                # node (a tool calling ``runtime.run`` on this same runtime). It is a run of its own,
+                # with its own metadata, under the node's span (current in the step that started it).
+                return self._start_run(span, stack, nested=True)
             run = parent.run if parent is not None else None
             if run is None and depth > 0:  # a resume reopens children outside their parents' values
                 run = RESUMING.get()
@@ -121,17 +126,21 @@ class RuntimeTracing:
             internal_error("flowra_otel: internal error opening an agent's span; the agent is unaffected")
             return None
 
-    def _start_run(self, span: Any, stack: Any) -> Any:
+    def _start_run(self, span: Any, stack: Any, *, nested: bool = False) -> Any:
         """The root of a run: the run's state first (a resumed run's trace link is read from
-        flowra's session storage, hence a coroutine then), then its agent."""
+        flowra's session storage, hence a coroutine then), then its agent. ``nested``: started
+        inside a traced node's step (its flowing frame is replaced in the step's task)."""
         storage = _flowra.runtime_storage(self.runtime)
         content = not IN_HOOKS.get()
         if storage is None:
             run = RunScope(RunState(), content=content)
+            if nested:
+                with inherited_tokens():
+                    return self._open_root(span, stack, run)
             return self._open_root(span, stack, run)
-        return self._open_durable_root(span, stack, storage, content)
+        return self._open_durable_root(span, stack, storage, content, nested)
 
-    async def _open_durable_root(self, span: Any, stack: Any, storage: Any, content: bool) -> Any:
+    async def _open_durable_root(self, span: Any, stack: Any, storage: Any, content: bool, nested: bool) -> Any:
         store: EphemeralLinkStore | None = None
         resumed = None
         try:
@@ -141,7 +150,11 @@ class RuntimeTracing:
         except Exception:
             internal_error("flowra_otel: could not read the trace link of a durable run")
         run = RunScope(RunState(link_store=store, resumed=resumed), content=content)
-        on_exit = self._open_root(span, stack, run)
+        if nested:
+            with inherited_tokens():
+                on_exit = self._open_root(span, stack, run)
+        else:
+            on_exit = self._open_root(span, stack, run)
         await self.persist_run(run)
         return on_exit
 
