@@ -172,6 +172,13 @@ class Walk:
 
     def string(self, text: str) -> str | Cut:
         total = len(text)
+        if self.scrub is None and total < MEMO_FROM and (self.cap is None or total <= self.cap):
+            # The common leaf, inline: nothing to scrub, short, within the budget (``_string``'s
+            # first case without its calls); lone surrogates are possible only in non-ASCII text.
+            if not text.isascii():
+                text = utf8_safe(text)
+            self.spent += total
+            return text
         memo = self.memo
         if memo is None or total < MEMO_FROM:
             return self._string(text, total)
@@ -219,6 +226,9 @@ class Walk:
 
     def key(self, key: object) -> str:
         """Dict keys are content too (``{"alice@example.com": 3}``): scrubbed, and cut when huge."""
+        if type(key) is str:
+            value = self.string(key)
+            return value if type(value) is str else leaf_text(value)
         if isinstance(key, str):
             text = key
         elif key is None or isinstance(key, bool):
@@ -300,6 +310,11 @@ class Walk:
         """Any value -> tree node. Never raises for odd values: unknown objects become a type tag."""
         if self.stop_at is not None and self.spent > self.stop_at:
             return OVER_BUDGET
+        cls = type(value)
+        if cls is str:
+            return self.string(value)
+        if cls is dict:
+            return self._container(value, depth, "dict")
         if isinstance(value, str):
             return self.string(str(value))
         if value is None or isinstance(value, bool):
@@ -327,7 +342,7 @@ class Walk:
             return CIRCULAR.format(kind=kind)
         self._path.add(ident)
         try:
-            if isinstance(value, Mapping):
+            if type(value) is dict or isinstance(value, Mapping):
                 return self._mapping(value.items(), depth)
             if dataclasses.is_dataclass(value):
                 return self._mapping(((f.name, getattr(value, f.name)) for f in dataclasses.fields(value)), depth)
