@@ -130,9 +130,30 @@ _ENCODER: Final = json.JSONEncoder(
 )
 
 
+_C_MAKE_ENCODER: Final[Any] = getattr(json.encoder, "c_make_encoder", None)  # not in typeshed
+_C_ENCODE: Final[Any] = (
+    None
+    if _C_MAKE_ENCODER is None
+    else _C_MAKE_ENCODER(
+        None,  # no circularity markers (check_circular=False: ``Walk`` trees have no cycles)
+        _encode_cut,
+        json.encoder.encode_basestring,  # ensure_ascii=False
+        None,  # no indent
+        ":",
+        ",",
+        False,  # sort_keys
+        False,  # skipkeys
+        False,  # allow_nan
+    )
+)
+"""``_ENCODER``'s C encoder, made once: ``JSONEncoder.encode`` builds it again on every call."""
+
+
 def dumps_tree(tree: Any) -> str:
     """Compact JSON of a tree built by ``Walk`` (UTF-8 text as is, no NaN, cuts with markers)."""
-    return _ENCODER.encode(tree)
+    if _C_ENCODE is None:  # an interpreter without json's C accelerator
+        return _ENCODER.encode(tree)
+    return "".join(_C_ENCODE(tree, 0))
 
 
 def leaf_text(value: str | Cut) -> str:
