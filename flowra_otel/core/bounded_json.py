@@ -450,6 +450,17 @@ def fit(tree: Any, budget: int, *, prune_from: int) -> Any | None:
     return _search(lambda n: _recut(tree, 0, n, prune_from, 0), widest - 1, budget)[1]
 
 
+def dumps_fitted(tree: Any, budget: int | None, *, prune_from: int, otherwise: Callable[[], Any]) -> str:
+    """``dumps_tree(fit(tree, budget, prune_from=...))``, or of ``otherwise()`` when it cannot fit,
+    with a tree that fits already (the usual case) encoded once rather than twice (``fit``'s own
+    first test encodes it). ``budget`` None: no bound."""
+    text = dumps_tree(tree)
+    if budget is None or len(text) <= budget:
+        return text
+    fitted = fit(tree, budget, prune_from=prune_from)
+    return dumps_tree(fitted if fitted is not None else otherwise())
+
+
 def _search(build: Callable[[int], Any], high: int, budget: int) -> tuple[int, Any | None]:
     """Largest ``k`` in ``[0, high]`` whose ``build(k)`` fits (size grows with ``k``)."""
     low, best, best_k = 0, None, -1
