@@ -43,7 +43,8 @@ import time
 from collections.abc import Callable
 from typing import Any, cast
 
-import modern_workload as workload
+import modern_workload
+import support_workload
 from flowra.agent import AgentRuntime, AgentSpan
 from flowra.lib.observability import LLMCallSpan, ToolCallSpan
 from flowra.lib.turn import hook_events
@@ -52,6 +53,10 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode
 from sdk_tap import InstrumentSpec, RecordSpec, TapMeterProvider, Timeline, create_instrument
+
+WORKLOADS: dict[str, Any] = {"tool_loop": modern_workload, "support": support_workload}
+"""The workloads by name (``--workload``): each module has ``build_runtime``, ``run_once``,
+``check_run`` and ``spans_per_run``, with ``iterations`` as its unit of repetition."""
 
 SPAN_TYPES: tuple[type[Any], ...] = (AgentSpan, LLMCallSpan, ToolCallSpan)
 """flowra's spans whose open and close are hook points (the plugin subscribes to these three)."""
@@ -107,6 +112,8 @@ class Plan:
     points: tuple[Point, ...]
     """In run order: every event of a type with work, every open of a span type with work at some
     open or exit, and the exits with work (their opens say so: ``exits``)."""
+    workload: str = "tool_loop"
+    """The workload it was captured on (a key of ``WORKLOADS``)."""
 
     def subscribed(self) -> set[HookKind]:
         """The span types (``OPEN``) and event types (``EVENT``) the floor subscribes to."""
@@ -222,7 +229,7 @@ class Recorder:
 
             runtime.hooks.on(event_type, on_event)
 
-    def plan(self, iterations: int) -> Plan:
+    def plan(self, iterations: int, workload: str = "tool_loop") -> Plan:
         entries = self.timeline.entries
         order = [value for kind, value in entries if kind == "start"]
         index = {span_id: i for i, span_id in enumerate(order)}
@@ -309,6 +316,7 @@ class Recorder:
         scope = ended[order[0]].instrumentation_scope if order else None
         return Plan(
             iterations=iterations,
+            workload=workload,
             tracer_scope=(scope.name, scope.version, scope.schema_url) if scope else ("floor", None, None),
             meter_scope=self.meter_provider.scopes[0] if self.meter_provider.scopes else ("floor", None, None),
             spans=tuple(spans),
@@ -328,11 +336,14 @@ class Recorder:
 
 
 async def capture(
-    install: Callable[[AgentRuntime, trace.TracerProvider, metrics.MeterProvider], object], iterations: int
+    install: Callable[[AgentRuntime, trace.TracerProvider, metrics.MeterProvider], object],
+    iterations: int,
+    workload_name: str = "tool_loop",
 ) -> Plan:
     """The plan of one traced run: ``install(runtime, tracer_provider, meter_provider)`` puts the
     telemetry on the runtime (e.g. ``OtelHooks(tracer_provider=..., meter_provider=...).install``);
     a first run warms up, the second is captured."""
+    workload = WORKLOADS[workload_name]
     recorder = Recorder()
     runtime = workload.build_runtime(iterations)
     recorder.subscribe_before(runtime)
@@ -341,7 +352,7 @@ async def capture(
     await workload.check_run(runtime, iterations)
     recorder.reset()
     await workload.run_once(runtime)
-    plan = recorder.plan(iterations)
+    plan = recorder.plan(iterations, workload_name)
     recorder.shutdown()
     return plan
 
@@ -445,6 +456,7 @@ class Floor:
 
 async def verify(plan: Plan) -> None:
     """Replay ``plan`` once under a :class:`Recorder`: the floor must make the very same telemetry."""
+    workload = WORKLOADS[plan.workload]
     recorder = Recorder()
     runtime = workload.build_runtime(plan.iterations)
     recorder.subscribe_before(runtime)
@@ -452,7 +464,7 @@ async def verify(plan: Plan) -> None:
     recorder.subscribe_after(runtime)
     Floor.begin_run()
     await workload.check_run(runtime, plan.iterations)
-    replayed = recorder.plan(plan.iterations)
+    replayed = recorder.plan(plan.iterations, plan.workload)
     recorder.shutdown()
     if replayed.signature() != plan.signature():
         raise RuntimeError(

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import modern_floor
-import modern_workload as workload
+import modern_workload
 from flowra.agent import AgentRuntime
 
 VARIANTS = (
@@ -63,15 +63,21 @@ VARIANTS = (
     "ext_otel_nosteps",
     "plugin",
     "spans_only",
+    "content_off",
     "untraced",
 )
-PLUGIN_VARIANTS = frozenset({"plugin", "spans_only", "untraced"})
+PLUGIN_VARIANTS = frozenset({"plugin", "spans_only", "content_off", "untraced"})
+CONTENT = {"tool_loop": False, "support": True}
+"""Content capture of ``plugin``, ``spans_only`` and ``ext_otel`` per workload (``content_off``:
+always off): the tool loop's history is measured without it, the support agent with it."""
 
 
 class Setup:
     """A variant made ready: ``run()`` is one run."""
 
-    def __init__(self, run: Callable[[], Awaitable[object]], sdk: workload.RecordingSdk | None, keep: object) -> None:
+    def __init__(
+        self, run: Callable[[], Awaitable[object]], sdk: modern_workload.RecordingSdk | None, keep: object
+    ) -> None:
         self.run = run
         self.sdk = sdk
         self.keep = keep  # what must stay alive (the other runtime of ``untraced``)
@@ -81,13 +87,15 @@ class Setup:
             self.sdk.flush()
 
 
-def install_plugin(runtime: AgentRuntime, tracer_provider: Any, meter_provider: Any, **options: Any) -> None:
-    """``OtelHooks(...).install(runtime)``, content capture off: the plugin as an app sets it up."""
+def install_plugin(
+    runtime: AgentRuntime, tracer_provider: Any, meter_provider: Any, *, content: bool = False, **options: Any
+) -> None:
+    """``OtelHooks(...).install(runtime)``: the plugin as an app sets it up."""
     from flowra_otel import OtelHooks
 
-    OtelHooks(tracer_provider=tracer_provider, meter_provider=meter_provider, capture_content=False, **options).install(
-        runtime
-    )
+    OtelHooks(
+        tracer_provider=tracer_provider, meter_provider=meter_provider, capture_content=content, **options
+    ).install(runtime)
 
 
 def load_plan(path: str | None) -> modern_floor.Plan | None:
@@ -97,19 +105,23 @@ def load_plan(path: str | None) -> modern_floor.Plan | None:
     return plan
 
 
-async def make_setup(variant: str, iterations: int, plan: modern_floor.Plan | None) -> tuple[Setup, float | None]:
+async def make_setup(
+    variant: str, iterations: int, plan: modern_floor.Plan | None, workload_name: str = "tool_loop"
+) -> tuple[Setup, float | None]:
     """The variant, checked once; also the spans its exporter received from that run."""
+    workload = modern_floor.WORKLOADS[workload_name]
+    content = CONTENT[workload_name]
     runtime = workload.build_runtime(iterations)
-    sdk: workload.RecordingSdk | None = None
+    sdk: modern_workload.RecordingSdk | None = None
     begin: Callable[[], None] | None = None
     keep: object = None
     if variant in {"floor", "floor_spans"}:
         if plan is None:
             raise ValueError(f"{variant} needs --plan (made by the capture mode)")
-        if plan.iterations != iterations:
-            raise ValueError(f"the plan is of {plan.iterations} iterations, not {iterations}")
+        if (plan.iterations, plan.workload) != (iterations, workload_name):
+            raise ValueError(f"the plan is of {plan.workload} x {plan.iterations}, not {workload_name} x {iterations}")
         await modern_floor.verify(plan)  # the floor makes the very telemetry the plugin made
-        sdk = workload.RecordingSdk.create()
+        sdk = modern_workload.RecordingSdk.create()
         modern_floor.Floor(plan, sdk.tracer_provider, sdk.meter_provider if variant == "floor" else None).install(
             runtime
         )
@@ -120,23 +132,23 @@ async def make_setup(variant: str, iterations: int, plan: modern_floor.Plan | No
         from flowra.ext.otel import OTEL_TRACING
         from opentelemetry import trace
 
-        sdk = workload.RecordingSdk.create()
+        sdk = modern_workload.RecordingSdk.create()
         trace.set_tracer_provider(sdk.tracer_provider)  # it takes the global provider
-        if variant == "ext_otel":
-            OTEL_TRACING.install(runtime)
-        else:
-            OTEL_TRACING.install(runtime, trace_steps=False)
+        OTEL_TRACING.install(runtime, trace_steps=variant == "ext_otel", capture_content=content)
     elif variant == "plugin":
-        sdk = workload.RecordingSdk.create()
-        install_plugin(runtime, sdk.tracer_provider, sdk.meter_provider)
+        sdk = modern_workload.RecordingSdk.create()
+        install_plugin(runtime, sdk.tracer_provider, sdk.meter_provider, content=content)
     elif variant == "spans_only":
-        sdk = workload.RecordingSdk.create()
-        install_plugin(runtime, sdk.tracer_provider, sdk.meter_provider, metrics=False)
+        sdk = modern_workload.RecordingSdk.create()
+        install_plugin(runtime, sdk.tracer_provider, sdk.meter_provider, content=content, metrics=False)
+    elif variant == "content_off":
+        sdk = modern_workload.RecordingSdk.create()
+        install_plugin(runtime, sdk.tracer_provider, sdk.meter_provider)
     elif variant == "untraced":
-        other_sdk = workload.RecordingSdk.create()
+        other_sdk = modern_workload.RecordingSdk.create()
         other = workload.build_runtime(iterations)
-        install_plugin(other, other_sdk.tracer_provider, other_sdk.meter_provider)
-        await workload.check_run(other)
+        install_plugin(other, other_sdk.tracer_provider, other_sdk.meter_provider, content=content)
+        await workload.check_run(other, iterations)
         if other_sdk.exported_spans() != workload.spans_per_run(iterations):
             raise RuntimeError("the other runtime of untraced is not traced")
         keep = (other, other_sdk)
@@ -181,9 +193,11 @@ def _check_process(variant: str) -> None:
         raise RuntimeError(f"the {variant} process imported flowra_otel")
 
 
-async def plain_runs(variant: str, runs: int, warmup: int, iterations: int, plan_path: str | None) -> dict[str, Any]:
+async def plain_runs(
+    variant: str, runs: int, warmup: int, iterations: int, plan_path: str | None, workload_name: str
+) -> dict[str, Any]:
     """Set ``variant`` up, warm it up, then make ``runs`` runs and flush: nothing timed."""
-    setup, spans = await make_setup(variant, iterations, load_plan(plan_path))
+    setup, spans = await make_setup(variant, iterations, load_plan(plan_path), workload_name)
     for _ in range(warmup):
         await setup.run()
     setup.flush()
@@ -197,10 +211,12 @@ async def plain_runs(variant: str, runs: int, warmup: int, iterations: int, plan
     return {"variant": variant, "runs": runs, "spans_per_run": spans, "flowra_otel": where}
 
 
-async def profile_runs(variant: str, runs: int, warmup: int, top: int, plan_path: str | None) -> dict[str, Any]:
+async def profile_runs(
+    variant: str, runs: int, warmup: int, top: int, plan_path: str | None, workload_name: str, iterations: int
+) -> dict[str, Any]:
     """cProfile over ``runs`` runs, per run: self time by package, and the heaviest functions of
     ``flowra_otel`` and of any package, by self time (tottime) and cumulative time (cumtime)."""
-    setup, _ = await make_setup(variant, workload.ITERATIONS, load_plan(plan_path))
+    setup, _ = await make_setup(variant, iterations, load_plan(plan_path), workload_name)
     for _ in range(warmup):
         await setup.run()
     setup.flush()
@@ -266,8 +282,13 @@ def _short(filename: str) -> str:
     return path
 
 
-async def capture_plan(iterations: int, out: str) -> dict[str, Any]:
-    plan = await modern_floor.capture(install_plugin, iterations)
+async def capture_plan(iterations: int, out: str, workload_name: str) -> dict[str, Any]:
+    content = CONTENT[workload_name]
+
+    def install(runtime: AgentRuntime, tracer_provider: Any, meter_provider: Any) -> None:
+        install_plugin(runtime, tracer_provider, meter_provider, content=content)
+
+    plan = await modern_floor.capture(install, iterations, workload_name)
     Path(out).write_bytes(pickle.dumps(plan))  # noqa: ASYNC240 (before anything is measured)
     return {"iterations": iterations, **plan.summary()}
 
@@ -280,18 +301,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", help="where capture writes the plan")
     parser.add_argument("--runs", type=int, default=24)
     parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--iterations", type=int, default=workload.ITERATIONS)
+    parser.add_argument("--workload", choices=tuple(modern_floor.WORKLOADS), default="tool_loop")
+    parser.add_argument("--iterations", type=int, help="rounds of the workload (default: its ITERATIONS)")
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args(argv)
     result: dict[str, Any]
+    iterations = args.iterations or modern_floor.WORKLOADS[args.workload].ITERATIONS
     if args.mode == "capture":
         if not args.out:
             parser.error("capture needs --out")
-        result = asyncio.run(capture_plan(args.iterations, args.out))
+        result = asyncio.run(capture_plan(iterations, args.out, args.workload))
     elif args.mode == "runs":
-        result = asyncio.run(plain_runs(args.variant, args.runs, args.warmup, args.iterations, args.plan))
+        result = asyncio.run(plain_runs(args.variant, args.runs, args.warmup, iterations, args.plan, args.workload))
     else:
-        result = asyncio.run(profile_runs(args.variant, args.runs, args.warmup, args.top, args.plan))
+        result = asyncio.run(
+            profile_runs(args.variant, args.runs, args.warmup, args.top, args.plan, args.workload, iterations)
+        )
     json.dump(result, sys.stdout)
     sys.stdout.write("\n")
 

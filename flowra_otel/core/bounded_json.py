@@ -136,9 +136,30 @@ _ENCODER: Final = json.JSONEncoder(
 )
 
 
+_C_MAKE_ENCODER: Final[Any] = getattr(json.encoder, "c_make_encoder", None)  # not in typeshed
+_C_ENCODE: Final[Any] = (
+    None
+    if _C_MAKE_ENCODER is None
+    else _C_MAKE_ENCODER(
+        None,  # no circularity markers (check_circular=False: ``Walk`` trees have no cycles)
+        _encode_cut,
+        json.encoder.encode_basestring,  # ensure_ascii=False
+        None,  # no indent
+        ":",
+        ",",
+        False,  # sort_keys
+        False,  # skipkeys
+        False,  # allow_nan
+    )
+)
+"""``_ENCODER``'s C encoder, made once: ``JSONEncoder.encode`` builds it again on every call."""
+
+
 def dumps_tree(tree: Any) -> str:
     """Compact JSON of a tree built by ``Walk`` (UTF-8 text as is, no NaN, cuts with markers)."""
-    return _ENCODER.encode(tree)
+    if _C_ENCODE is None:  # an interpreter without json's C accelerator
+        return _ENCODER.encode(tree)
+    return "".join(_C_ENCODE(tree, 0))
 
 
 def leaf_text(value: str | Cut) -> str:
@@ -178,6 +199,13 @@ class Walk:
 
     def string(self, text: str) -> str | Cut:
         total = len(text)
+        if self.scrub is None and total < MEMO_FROM and (self.cap is None or total <= self.cap):
+            # The common leaf, inline: nothing to scrub, short, within the budget (``_string``'s
+            # first case without its calls); lone surrogates are possible only in non-ASCII text.
+            if not text.isascii():
+                text = utf8_safe(text)
+            self.spent += total
+            return text
         memo = self.memo
         if memo is None or total < MEMO_FROM:
             return self._string(text, total)
@@ -225,6 +253,9 @@ class Walk:
 
     def key(self, key: object) -> str:
         """Dict keys are content too (``{"alice@example.com": 3}``): scrubbed, and cut when huge."""
+        if type(key) is str:
+            value = self.string(key)
+            return value if type(value) is str else leaf_text(value)
         if isinstance(key, str):
             text = key
         elif key is None or isinstance(key, bool):
@@ -306,6 +337,11 @@ class Walk:
         """Any value -> tree node. Never raises for odd values: unknown objects become a type tag."""
         if self.stop_at is not None and self.spent > self.stop_at:
             return OVER_BUDGET
+        cls = type(value)
+        if cls is str:
+            return self.string(value)
+        if cls is dict:
+            return self._container(value, depth, "dict")
         if isinstance(value, str):
             return self.string(str(value))
         if value is None or isinstance(value, bool):
@@ -333,7 +369,7 @@ class Walk:
             return CIRCULAR.format(kind=kind)
         self._path.add(ident)
         try:
-            if isinstance(value, Mapping):
+            if type(value) is dict or isinstance(value, Mapping):
                 return self._mapping(value.items(), depth)
             if dataclasses.is_dataclass(value):
                 return self._mapping(((f.name, getattr(value, f.name)) for f in dataclasses.fields(value)), depth)
@@ -418,6 +454,17 @@ def fit(tree: Any, budget: int, *, prune_from: int) -> Any | None:
     if by_leaves is not None:
         return by_leaves
     return _search(lambda n: _recut(tree, 0, n, prune_from, 0), widest - 1, budget)[1]
+
+
+def dumps_fitted(tree: Any, budget: int | None, *, prune_from: int, otherwise: Callable[[], Any]) -> str:
+    """``dumps_tree(fit(tree, budget, prune_from=...))``, or of ``otherwise()`` when it cannot fit,
+    with a tree that fits already (the usual case) encoded once rather than twice (``fit``'s own
+    first test encodes it). ``budget`` None: no bound."""
+    text = dumps_tree(tree)
+    if budget is None or len(text) <= budget:
+        return text
+    fitted = fit(tree, budget, prune_from=prune_from)
+    return dumps_tree(fitted if fitted is not None else otherwise())
 
 
 def _search(build: Callable[[int], Any], high: int, budget: int) -> tuple[int, Any | None]:

@@ -41,6 +41,7 @@ from .bounded_json import (
     Cut,
     Scrub,
     Walk,
+    dumps_fitted,
     dumps_tree,
     fit,
     leaf_text,
@@ -372,13 +373,10 @@ class ContentRenderer:
         walk = Walk(self._scrub, self._budget, self._leaves)
         reader = self._reader
         parts = [_part(walk, reader.part(b)) for m in system for b in getattr(m, "blocks", None) or ()]
-        tree: Any = parts
-        if self._budget is not None:
-            tree = fit(parts, self._budget, prune_from=_NEVER)
-            if tree is None:
-                tree = [{"type": "text", "content": OVER_BUDGET}]
+        text = dumps_fitted(
+            parts, self._budget, prune_from=_NEVER, otherwise=lambda: [{"type": "text", "content": OVER_BUDGET}]
+        )
         _report(walk.failure, "the system instructions")
-        text = dumps_tree(tree)
         self._system = ([(m, tuple(getattr(m, "blocks", None) or ())) for m in system], text)
         return text
 
@@ -402,13 +400,11 @@ class ContentRenderer:
             if schema is not None:
                 d["parameters"] = walk.node(schema)
             defs.append(d)
-        tree: Any = defs
-        if self._budget is not None:
-            tree = fit(defs, self._budget, prune_from=2)
-            if tree is None:
-                tree = _names_only(defs, self._budget)
+        budget = self._budget
+        text = dumps_fitted(
+            defs, budget, prune_from=2, otherwise=lambda: _names_only(defs, budget) if budget is not None else defs
+        )
         _report(walk.failure, "the tool definitions")
-        text = dumps_tree(tree)
         self._tools = (tuple(tools), text)
         return text
 
@@ -427,14 +423,14 @@ class ContentRenderer:
         blocks = getattr(message, "blocks", None) or ()
         reader = self._reader
         parts = [_part(walk, reader.part(b), final_tool_uses) for b in blocks]
-        tree: Any = [_output_message(parts, finish_reason)]
-        if self._budget is not None:
-            fitted = fit(tree, self._budget, prune_from=4)
-            if fitted is None:
-                fitted = [_output_message([{"type": "text", "content": MESSAGE_OMITTED}], finish_reason)]
-            tree = fitted
+        text = dumps_fitted(
+            [_output_message(parts, finish_reason)],
+            self._budget,
+            prune_from=4,
+            otherwise=lambda: [_output_message([{"type": "text", "content": MESSAGE_OMITTED}], finish_reason)],
+        )
         _report(walk.failure, "the output messages")
-        return dumps_tree(tree)
+        return text
 
     # ------------------------------------------------------------------ single values
     def tool_arguments(self, value: Any) -> str:
@@ -488,13 +484,13 @@ class ContentRenderer:
     def _structure(self, value: Any, what: str, *, object_only: bool) -> str:
         walk = Walk(self._scrub, self._budget, self._leaves)
         tree = walk.node(value)
-        if self._budget is not None and tree is not None:  # fit's None means "cannot fit"; null always does
-            fitted = fit(tree, self._budget, prune_from=1)
-            if fitted is None:
-                fitted = {OMITTED_KEY: OVER_BUDGET} if object_only else OVER_BUDGET
-            tree = fitted
+        if tree is None:  # null always does (fit's None means "cannot fit")
+            text = dumps_tree(tree)
+        else:
+            omitted: Any = {OMITTED_KEY: OVER_BUDGET} if object_only else OVER_BUDGET
+            text = dumps_fitted(tree, self._budget, prune_from=1, otherwise=lambda: omitted)
         _report(walk.failure, what)
-        return dumps_tree(tree)
+        return text
 
 
 _NEVER: Final = 1 << 30
