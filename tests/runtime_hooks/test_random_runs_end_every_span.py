@@ -94,6 +94,7 @@ from tests.runtime_hooks.support import (
     CARD,
     CUT_OFF_ANSWERED,
     HAS_CALLS_EVENT,
+    PARALLEL_SAME_AGENT,
     SSN,
     CityParams,
     CustomerParams,
@@ -847,6 +848,10 @@ async def test_the_fourth_rounds_random_runs(
     of its own, the app's tool result and events survive the instrumentor, no key material is
     recorded anywhere, and every event's messages reach the wire."""
     plan = round_four(random.Random(seed))
+    if plan.nested and not PARALLEL_SAME_AGENT:
+        # before flowra 0.0.76 the engine refuses a second live instance of the assistant
+        # ("Duplicate persistent key"): the nested run cannot happen there (its own test skips, saying so)
+        plan = dataclasses.replace(plan, nested=False)
     logger_provider, log_exporter = memory_logs()
     state = RoundFourState()
     state.plan = plan
