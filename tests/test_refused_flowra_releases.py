@@ -87,8 +87,11 @@ async def test_a_refused_release_gets_the_clear_error_and_its_runs_are_untouched
     with pytest.raises(UnsupportedFlowraError, match=f"flowra {VERSION} is not supported"):
         OtelHooks().install(runtime)
     sys.modules.pop("flowra_otel.instrumentor", None)
-    with pytest.raises(UnsupportedFlowraError, match=f"flowra {VERSION} is not supported"):
-        importlib.import_module("flowra_otel.instrumentor")
+    # zero-code: the entry point's instrumentor says so in one line and instruments nothing
+    instrumentor = importlib.import_module("flowra_otel.instrumentor").FlowraInstrumentor
+    assert instrumentor is importlib.import_module("flowra_otel.instrumentor").UnsupportedFlowraInstrumentor
+    instrumentor().instrument()
+    assert not instrumentor().is_instrumented_by_opentelemetry
 
     # nothing of the package touched flowra: no adapter imported, emit is flowra's own
     assert not [name for name in sys.modules if name.startswith("flowra_otel.adapters.")]
