@@ -17,6 +17,7 @@ fails here.
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import subprocess
@@ -116,6 +117,14 @@ def samples() -> list[Sample]:
 SAMPLES = samples()
 
 
+def _result_is_a_list() -> bool:
+    """flowra 0.0.57: ``AfterToolCallEvent.result`` is ``list[UserBlock]`` (a block on every other release)."""
+    if S.LINE != "runtime_hooks":
+        return False
+    events = importlib.import_module("flowra.lib.turn.hook_events")
+    return "list" in str(events.AfterToolCallEvent.__dataclass_fields__["result"].type)
+
+
 def test_every_docs_sample_says_where_it_runs() -> None:
     assert SAMPLES, "no Python samples found in docs/"
     unmarked = [s.id for s in SAMPLES if s.where == "unmarked"]
@@ -126,6 +135,8 @@ def test_every_docs_sample_says_where_it_runs() -> None:
 def test_the_docs_sample_runs_on_its_line(sample: Sample) -> None:
     if sample.where not in ("both", S.LINE):
         pytest.skip(f"a sample for the {sample.where} line (this is {S.LINE})")
+    if "event.data.result" in sample.code and _result_is_a_list():
+        pytest.skip("flowra 0.0.57 alone gives AfterToolCallEvent.result as a list (docs/redaction.md says so)")
     program = "\n".join(
         [textwrap.dedent(PRELUDE[S.LINE]), COMMON, "# --- the sample ---", sample.code, textwrap.dedent(RUN[S.LINE])]
     )
