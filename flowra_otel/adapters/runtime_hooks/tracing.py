@@ -43,6 +43,7 @@ from ...core.field_tracker import FieldTracker
 from ...core.run_state import RunState
 from ...core.safety import internal_error, safe_str, utf8_safe
 from ...core.telemetry import Telemetry
+from ...core.mcp_invocation import note_tool_span
 from ...core.tool_invocation import ToolInvocation
 from . import _flowra
 from ._flowra import (
@@ -327,6 +328,7 @@ class RuntimeTracing:
             extra=extra,
         )
         agent.tool_announced(tool)
+        note_tool_span(tool.span, telemetry.mcp, telemetry.options.mcp)  # its MCP calls: these options
         return tool
 
     # ------------------------------------------------------------------ events, after every hook
