@@ -13,6 +13,10 @@ receiver), one batch at a time, flushed on every call so the test need not wait 
 from __future__ import annotations
 
 import sys
+from typing import Any
+
+import uvicorn
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mcp.server.mcpserver import MCPServer
 from opentelemetry import trace
@@ -44,10 +48,31 @@ def broken(city: str) -> str:
     raise RuntimeError(msg)
 
 
+class HandshakeEraOnly:
+    """ASGI wrapper: refuse the stateless era's requests (HTTP 400), as a server from before
+    ``2026-07-28`` does, so a client falls back to ``initialize`` and an ``Mcp-Session-Id``."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope["headers"])
+            version = headers.get(b"mcp-protocol-version", b"").decode("latin-1")
+            if version and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+                await send({"type": "http.response.start", "status": 400, "headers": []})
+                await send({"type": "http.response.body", "body": b"unsupported protocol version"})
+                return
+        await self.app(scope, receive, send)
+
+
 def main() -> None:
     port = int(sys.argv[1])
-    stateless = sys.argv[2] == "stateless"
-    server.run("streamable-http", host="127.0.0.1", port=port, stateless_http=stateless)
+    if sys.argv[2] == "stateless":
+        server.run("streamable-http", host="127.0.0.1", port=port, stateless_http=True)
+        return
+    app = HandshakeEraOnly(server.streamable_http_app(stateless_http=False))
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 
 
 if __name__ == "__main__":

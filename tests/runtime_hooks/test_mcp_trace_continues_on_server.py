@@ -251,12 +251,14 @@ async def test_a_tool_error_is_classified_and_the_result_unchanged(mcp_python: s
         try:
             traced = await run_agent(url, telemetry, tool="broken")
             telemetry.flush()
-            (server_span,) = [s for s in wait_for_named(rx, "tools/call broken") if s.kind == "SERVER"]
+            server_spans = [s for s in wait_for_named(rx, "tools/call broken") if s.kind == "SERVER"]
         finally:
             telemetry.shutdown()
     (execute,) = [s for s in rx.spans() if s.name == "execute_tool broken"]
     assert execute.attributes["error.type"] == "tool_error"
+    (server_span,) = [s for s in server_spans if s.trace_id == execute.trace_id]
     assert server_span.parent_span_id == execute.span_id
+    assert server_span.attributes["error.type"] == "tool_error"
     assert repr(traced) == repr(untraced)
 
 
