@@ -10,15 +10,16 @@ or HTTP calls would. Spans go by OTLP/HTTP to ``OTEL_EXPORTER_OTLP_TRACES_ENDPOI
 receiver), one batch at a time, flushed on every call so the test need not wait for a timer.
 """
 
+# mypy: disable-error-code="import-not-found,untyped-decorator"
+# (it runs in .venv-mcp; the project venv has neither mcp nor uvicorn)
 from __future__ import annotations
 
 import sys
 from typing import Any
 
 import uvicorn
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-
 from mcp.server.mcpserver import MCPServer
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource

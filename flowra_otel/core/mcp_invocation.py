@@ -16,6 +16,7 @@ written there, and a key flowra or the app already set in ``_meta`` is never rep
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import time
@@ -196,19 +197,15 @@ class McpToolCall:
             instruments.operation_duration.record(time.perf_counter() - self.start, attrs)
 
 
-_TOOL_SPANS: weakref.WeakKeyDictionary[Any, tuple[McpInstruments | None, McpPropagation]] = (
-    weakref.WeakKeyDictionary()
-)
+_TOOL_SPANS: weakref.WeakKeyDictionary[Any, tuple[McpInstruments | None, McpPropagation]] = weakref.WeakKeyDictionary()
 """Each live ``execute_tool`` span -> the MCP settings of the ``OtelHooks`` that started it, so a
 call the MCP client makes under that span is measured and propagated by that instance's options."""
 
 
 def note_tool_span(span: Span, instruments: McpInstruments | None, propagation: McpPropagation) -> None:
     """Remember which options own ``span`` (an ``execute_tool`` span). Never raises."""
-    try:
+    with contextlib.suppress(TypeError):  # a span class that cannot be weakly referenced: untraced
         _TOOL_SPANS[span] = (instruments, propagation)
-    except TypeError:  # a span class that cannot be weakly referenced: defaults apply
-        pass
 
 
 def settings_of(span: Span) -> tuple[McpInstruments | None, McpPropagation] | None:

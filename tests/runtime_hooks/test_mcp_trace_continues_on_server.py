@@ -75,7 +75,7 @@ def mcp_server(python: str, era: str, traces_endpoint: str) -> Iterator[str]:
     """The test server on a free loopback port, exporting its spans to ``traces_endpoint``."""
     port = _free_port()
     env = {**os.environ, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": traces_endpoint, "OTEL_SDK_DISABLED": "false"}
-    process = subprocess.Popen(  # noqa: S603 -- our own script, run by the venv's python
+    process = subprocess.Popen(
         [python, str(SERVER_SCRIPT), str(port), era],
         env=env,
         stdout=subprocess.DEVNULL,

@@ -31,9 +31,12 @@ from ...core.safety import internal_error
 
 logger = logging.getLogger("flowra_otel")
 
+_McpConnection: Any
 try:
-    from flowra.tools.mcp_connection import McpConnection as _McpConnection
-except ImportError:  # a release without flowra's MCP client
+    from flowra.tools import mcp_connection as _mcp_connection
+
+    _McpConnection = _mcp_connection.McpConnection
+except (ImportError, AttributeError):  # a release without flowra's MCP client
     _McpConnection = None
 
 _MARKER: Final = "_flowra_otel_mcp"
@@ -88,7 +91,7 @@ def _begin(connection: Any, name: Any, kwargs: dict[str, Any]) -> McpToolCall | 
 
 
 async def _call_tool(self: Any, name: Any, arguments: Any = None, **kwargs: Any) -> Any:
-    original = _McpConnection.__dict__["call_tool"].__dict__[_ORIGINAL]  # type: ignore[union-attr]
+    original = _McpConnection.__dict__["call_tool"].__dict__[_ORIGINAL]
     call: McpToolCall | None = None
     sent = dict(kwargs)
     try:
@@ -130,7 +133,7 @@ def install() -> None:
     call_tool.__doc__ = current.__doc__
     call_tool.__name__ = current.__name__
     call_tool.__qualname__ = current.__qualname__
-    _McpConnection.call_tool = call_tool  # type: ignore[method-assign]
+    _McpConnection.call_tool = call_tool
 
 
 def uninstall() -> None:
@@ -139,7 +142,7 @@ def uninstall() -> None:
         return
     current = _McpConnection.__dict__.get("call_tool")
     if current is not None and getattr(current, _MARKER, False):
-        _McpConnection.call_tool = current.__dict__[_ORIGINAL]  # type: ignore[method-assign]
+        _McpConnection.call_tool = current.__dict__[_ORIGINAL]
 
 
 __all__ = ["CALL_TAKES_META", "HAS_MCP_CLIENT", "install", "uninstall"]

@@ -40,10 +40,10 @@ from ...core.agent_invocation import AgentInvocation
 from ...core.chat_invocation import ChatInvocation
 from ...core.current_span import attach, context_with, detach
 from ...core.field_tracker import FieldTracker
+from ...core.mcp_invocation import note_tool_span
 from ...core.run_state import RunState
 from ...core.safety import internal_error, safe_str, utf8_safe
 from ...core.telemetry import Telemetry
-from ...core.mcp_invocation import note_tool_span
 from ...core.tool_invocation import ToolInvocation
 from . import _flowra
 from ._flowra import (
