@@ -18,7 +18,7 @@ import sys
 from typing import Any
 
 import uvicorn
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -35,10 +35,15 @@ server = MCPServer("flowra-otel-test-tools")
 
 
 @server.tool()
-def forecast(city: str) -> str:
+def forecast(city: str, ctx: Context) -> str:
     """The weather forecast for a city."""
     with tracer.start_as_current_span("lookup_forecast") as span:
         span.set_attribute("forecast.source", "test")
+        # what the request's params._meta carried, for the test to read back
+        meta = ctx.request_context.meta
+        raw = meta if isinstance(meta, dict) else (meta.model_dump(by_alias=True) if meta is not None else {})
+        span.set_attribute("request.meta.keys", sorted(str(k) for k in raw))
+        span.set_attribute("request.meta.baggage", str(raw.get("baggage", "")))
         return f"Sunny in {city}"
 
 

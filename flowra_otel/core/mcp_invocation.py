@@ -7,11 +7,13 @@ MCP page says an MCP instrumentation that can reliably tell an outer GenAI instr
 already tracing the tool execution SHOULD NOT make a separate span and SHOULD add the MCP
 attributes to that ``execute_tool`` span. This plugin is that outer instrumentation, so it knows.
 
-What travels to the server (SEP-414, the page's "propagate trace context inside
-``params._meta``"): ``traceparent``, ``tracestate`` and ``baggage`` of the ``execute_tool`` span's
-context, written by the W3C propagators, so ``baggage`` is exactly what the app itself put in
-OpenTelemetry baggage. Nothing of the call's content (arguments, results, messages) is ever
-written there, and a key flowra or the app already set in ``_meta`` is never replaced.
+What travels to the server (SEP-414; the page: "propagate context using the configured
+OpenTelemetry propagators by injecting it into the MCP request ``params._meta``"): the
+``execute_tool`` span's context as the process's propagators write it; with the default ones
+(W3C Trace Context and Baggage) ``traceparent``, ``tracestate`` and ``baggage``, and ``baggage`` is
+exactly what the app itself put in OpenTelemetry baggage. Nothing of the call's content
+(arguments, results, messages) is ever written there, and a key flowra or the app already set in
+``_meta`` is never replaced.
 """
 
 from __future__ import annotations
@@ -25,12 +27,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from opentelemetry import trace
-from opentelemetry.baggage.propagation import W3CBaggagePropagator
+from opentelemetry import propagate, trace
 from opentelemetry.metrics import Histogram, Meter
-from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.trace import Span
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 logger = logging.getLogger("flowra_otel")
 
@@ -52,9 +51,6 @@ TOOL_ERROR: Final = "tool_error"
 
 MCP_DURATION_BUCKETS: Final = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 """The ``ExplicitBucketBoundaries`` the MCP metrics' definitions advise."""
-
-_PROPAGATOR: Final = CompositePropagator([TraceContextTextMapPropagator(), W3CBaggagePropagator()])
-"""W3C only, whatever the process's global propagator is: SEP-414 names these keys."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -152,13 +148,14 @@ def server_attributes(server: McpServer) -> dict[str, Any]:
 def trace_meta(span: Span, meta: Mapping[str, Any], propagation: McpPropagation, url: str) -> dict[str, Any]:
     """``meta`` plus the W3C keys of ``span``'s context that ``meta`` does not already hold.
 
-    The context is the span's, plus the baggage of the caller's current context (the app's own);
+    The context is the span's, plus the baggage of the caller's current context (the app's own),
+    written by the process's propagators;
     no key ``meta`` has is replaced, and nothing is added when propagation is off for ``url``."""
     merged = dict(meta)
     if not propagation.allows(url) or not span.get_span_context().is_valid:
         return merged
     carrier: dict[str, str] = {}
-    _PROPAGATOR.inject(carrier, context=trace.set_span_in_context(span))
+    propagate.inject(carrier, context=trace.set_span_in_context(span))
     for key, value in carrier.items():
         merged.setdefault(key, value)
     return merged

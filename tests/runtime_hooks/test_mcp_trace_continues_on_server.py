@@ -188,6 +188,18 @@ async def test_one_trace_from_the_agent_through_the_mcp_server(mcp_python: str, 
     assert execute.trace_id == invoke.trace_id == server_span.trace_id == tool_span.trace_id
     assert server_span.parent_span_id == execute.span_id
     assert tool_span.parent_span_id == server_span.span_id
+    # what _meta carried: the W3C keys (flowra's own protocol keys in the stateless era), the
+    # app's baggage and nothing else: no argument, no content
+    sent = set(tool_span.attributes["request.meta.keys"])  # type: ignore[arg-type]
+    assert {"traceparent", "baggage"} <= sent
+    assert sent - {"traceparent", "tracestate", "baggage"} <= {
+        "io.modelcontextprotocol/protocolVersion",
+        "io.modelcontextprotocol/clientInfo",
+        "io.modelcontextprotocol/clientCapabilities",
+        "progressToken",
+    }
+    assert tool_span.attributes["request.meta.baggage"] == "tenant=acme"
+    assert SECRET not in repr(tool_span.attributes)
     assert execute.parent_span_id is not None
     # the MCP attributes, on execute_tool (the page: no separate client span under an outer one)
     assert execute.attributes["mcp.method.name"] == "tools/call"
