@@ -32,10 +32,11 @@ from opentelemetry import context as otel_context
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from flowra_otel import OtelHooks
 from flowra_otel.adapters.runtime_hooks import mcp_client
@@ -49,6 +50,7 @@ from tests.runtime_hooks.support import (
     text_response,
     tool_calls_response,
 )
+from tests.semconv_conformance import check_metrics, check_spans
 
 pytestmark = pytest.mark.skipif(not mcp_client.CALL_TAKES_META, reason="this flowra's MCP client sends no _meta")
 
@@ -111,7 +113,13 @@ class Telemetry:
         reader = PeriodicExportingMetricReader(
             OTLPMetricExporter(endpoint=rx.http_metrics_endpoint), export_interval_millis=3_600_000
         )
-        self.meter_provider = MeterProvider(metric_readers=[reader])
+        self.memory = InMemorySpanExporter()  # the same spans, for the conformance checker
+        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.memory))
+        self.metrics = InMemoryMetricReader()
+        self.meter_provider = MeterProvider(metric_readers=[reader, self.metrics])
+
+    def conformance_problems(self) -> list[str]:
+        return check_spans(self.memory.get_finished_spans()) + check_metrics(self.metrics.get_metrics_data())
 
     def hooks(self, **options: Any) -> OtelHooks:
         return OtelHooks(tracer_provider=self.tracer_provider, meter_provider=self.meter_provider, **options)
@@ -178,6 +186,7 @@ async def test_one_trace_from_the_agent_through_the_mcp_server(mcp_python: str, 
             (tool_span,) = wait_for_named(rx, "lookup_forecast")
             (server_span,) = [s for s in wait_for_named(rx, "tools/call forecast") if s.kind == "SERVER"]
             points = rx.wait_for_metric_points("mcp.client.operation.duration")
+            assert telemetry.conformance_problems() == []
         finally:
             telemetry.shutdown()
     agent_spans = [s for s in rx.spans() if s.resource_attributes.get("service.name") == "agent"]
