@@ -92,6 +92,12 @@ class OtelHooks:
             whatever the content mode. ``False``: never. ``None`` (default):
             ``OTEL_INSTRUMENTATION_GENAI_COMPLETION_HOOK=upload`` with
             ``OTEL_INSTRUMENTATION_GENAI_UPLOAD_BASE_PATH``, as opentelemetry-util-genai reads them.
+        mcp_propagation: put the ``execute_tool`` span's W3C context (``traceparent``,
+            ``tracestate``, the app's own ``baggage``) into ``params._meta`` of the tool calls
+            flowra's MCP client sends, so the server continues the agent's trace (docs/mcp.md).
+            Default True; False sends nothing (the MCP attributes and metrics stay).
+        mcp_servers: only these servers get the context: host names, ``host:port`` or URL
+            prefixes (``"https://tools.example/"``); None (default): every server.
 
     Raises:
         UnsupportedFlowraError: the installed flowra is not a supported release (or is missing).
@@ -125,6 +131,8 @@ class OtelHooks:
         content_upload: str | os.PathLike[str] | Literal[False] | None = None,
         user_id: str | Callable[[Mapping[str, Any]], str | None] | None = None,
         agent_version: NameOverride | None = None,
+        mcp_propagation: bool = True,
+        mcp_servers: Iterable[str] | None = None,
     ) -> None:
         line = adapters.current()  # first: an unsupported flowra is the error to report
         self.telemetry = Telemetry.build(
@@ -147,6 +155,8 @@ class OtelHooks:
             content_upload=content_upload,
             user_id=user_id,
             agent_version=agent_version,
+            mcp_propagation=mcp_propagation,
+            mcp_servers=mcp_servers,
         )
         self._adapter: Any = line.Adapter(self.telemetry)
 

@@ -440,7 +440,7 @@ def _check_conditions(
 
 
 def check_metrics(data: MetricsData | None, *, model: SemconvModel | None = None) -> list[str]:
-    """Violations of the GenAI metric conventions by the ``gen_ai.*`` metrics in ``data``."""
+    """Violations of the GenAI metric conventions by the ``gen_ai.*`` and ``mcp.*`` metrics in ``data``."""
     model = model or load_model()
     problems: list[str] = []
     if data is None:
@@ -448,7 +448,7 @@ def check_metrics(data: MetricsData | None, *, model: SemconvModel | None = None
     for resource_metrics in data.resource_metrics:
         for scope_metrics in resource_metrics.scope_metrics:
             for metric in scope_metrics.metrics:
-                if metric.name.startswith("gen_ai."):
+                if metric.name.startswith(("gen_ai.", "mcp.")):
                     problems += _check_metric(model, metric.name, metric.unit or "", metric.data)
     return problems
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, Final
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
@@ -329,6 +329,37 @@ METRIC_FLAWS: list[Any] = [
 @pytest.mark.parametrize(("kwargs", "expected"), METRIC_FLAWS)
 def test_a_planted_metric_flaw_is_reported(kwargs: dict[str, Any], expected: str) -> None:
     problems = record_metrics(**kwargs)
+    assert len(problems) == 1, problems
+    assert expected in problems[0]
+
+
+MCP_METRIC_BASE: Final[dict[str, Any]] = {
+    "mcp.method.name": "tools/call",
+    "gen_ai.tool.name": "forecast",
+    "network.transport": "tcp",
+}
+
+
+def test_the_model_knows_the_mcp_attributes_and_metrics() -> None:
+    model = load_model()
+    assert {"mcp.method.name", "mcp.session.id", "mcp.protocol.version", "mcp.resource.uri"} <= set(model.registry)
+    assert "tools/call" in model.registry["mcp.method.name"].members
+    operation = model.metrics["mcp.client.operation.duration"]
+    assert (operation.instrument, operation.unit) == ("histogram", "s")
+    assert operation.attributes["mcp.method.name"].level == "required"
+    assert "mcp.client.session.duration" in model.metrics
+    assert record_metrics("mcp.client.operation.duration", unit="s", attributes=MCP_METRIC_BASE, buckets=[1.0]) == []
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({"unit": "ms", "attributes": MCP_METRIC_BASE}, "unit 'ms'"),
+        ({"unit": "s", "attributes": {"gen_ai.tool.name": "forecast"}}, "missing required attribute mcp.method.name"),
+    ],
+)
+def test_a_planted_mcp_metric_flaw_is_reported(kwargs: dict[str, Any], expected: str) -> None:
+    problems = record_metrics("mcp.client.operation.duration", buckets=[1.0], **kwargs)
     assert len(problems) == 1, problems
     assert expected in problems[0]
 

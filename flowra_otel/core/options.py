@@ -21,6 +21,7 @@ from opentelemetry.util.types import AttributeValue
 from . import semconv
 from .content import ContentPolicy, ContentRenderer, MessageReader, Redactor
 from .environment_variables import OTEL_METRICS_EXPORTER
+from .mcp_invocation import McpPropagation
 from .modes import ContentMode, content_mode_from_env
 from .safety import INT64_MAX, INT64_MIN, failure_summary, safe_str, utf8_safe
 
@@ -66,6 +67,8 @@ class TraceOptions:
     zero own token count on ``invoke_agent`` spans, for Phoenix and Arize (docs/backends.md)."""
     metric_metadata_keys: tuple[str, ...] = ()
     """Spec ``metadata`` keys copied onto every metric record (low-cardinality, e.g. a tenant)."""
+    mcp: McpPropagation = dataclasses.field(default_factory=McpPropagation)
+    """Whether MCP tool calls carry the trace context in ``params._meta``, and to which servers."""
     _resolved: dict[tuple[str, str | None], tuple[str, str]] = dataclasses.field(
         default_factory=dict, repr=False, compare=False
     )

@@ -27,6 +27,7 @@ from . import semconv
 from .content import DEFAULT_MAX_CONTENT_LENGTH, ContentPolicy, Redactor
 from .details_event import events_supported
 from .instruments import Instruments
+from .mcp_invocation import McpInstruments, McpPropagation
 from .modes import ContentMode, content_mode_from_env, parse_content_mode, semconv_compat_from_env
 from .options import (
     NameOverride,
@@ -63,6 +64,8 @@ class Telemetry:
     """Where each model call's details event goes (content modes with events only)."""
     uploader: ContentUploader | None = None
     """Writes content to storage by reference (``content_upload``)."""
+    mcp: McpInstruments | None = None
+    """``mcp.client.*`` metrics of the MCP tool calls (docs/mcp.md)."""
     global_tracer: bool = False
     """Spans go to the global tracer provider (no ``tracer_provider`` given): the first run checks
     that one is set up (``provider_check``)."""
@@ -90,6 +93,8 @@ class Telemetry:
         content_upload: str | os.PathLike[str] | Literal[False] | None = None,
         user_id: str | Callable[[Mapping[str, Any]], str | None] | None = None,
         agent_version: NameOverride | None = None,
+        mcp_propagation: bool = True,
+        mcp_servers: Iterable[str] | None = None,
     ) -> Telemetry:
         """Validate every option (``TypeError``/``ValueError`` now, never a surprise mid-run) and
         build the tracer and instruments. The options are documented on ``OtelHooks``."""
@@ -108,7 +113,9 @@ class Telemetry:
         if validate_bool_or_none("openinference", openinference) is None:
             msg = "openinference must be True or False, got None"
             raise TypeError(msg)
+        mcp = McpPropagation.build(mcp_propagation, mcp_servers)
         options = TraceOptions(
+            mcp=mcp,
             content_mode=mode if mode is not None else content_mode_from_env(),
             semconv_compat=compat if compat is not None else semconv_compat_from_env(),
             content_upload=(upload_target_from_env() if upload is None else upload) or None,
@@ -154,6 +161,7 @@ class Telemetry:
             disabled,
             event_logger,
             uploader,
+            McpInstruments(meter, enabled=record_metrics),
             global_tracer=tracer_provider is None,
         )
 

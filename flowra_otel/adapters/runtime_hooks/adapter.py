@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from ...core.options import TraceOptions
 from ...core.telemetry import Telemetry
-from . import _flowra, emit_patch
+from . import _flowra, emit_patch, mcp_client
 from .tracing import RuntimeTracing
 
 
@@ -32,6 +32,7 @@ class RuntimeHooksAdapter:
         self._auto = False  # True only for the zero-code instrumentor's instance
         if not telemetry.disabled:
             emit_patch.install(self)
+            mcp_client.install()
 
     def install(self, runtime: Any) -> None:
         """Trace every agent run of ``runtime``.

@@ -41,6 +41,7 @@ from ...core.agent_invocation import AgentInvocation
 from ...core.chat_invocation import ChatInvocation
 from ...core.current_span import attach, context_with, detach, inherited_tokens
 from ...core.field_tracker import FieldTracker
+from ...core.mcp_invocation import note_tool_span
 from ...core.provider_check import check_global_tracer_provider
 from ...core.run_state import RunState
 from ...core.safety import internal_error, safe_str, utf8_safe
@@ -357,6 +358,7 @@ class RuntimeTracing:
             extra=extra,
         )
         agent.tool_announced(tool)
+        note_tool_span(tool.span, telemetry.mcp, telemetry.options.mcp)  # its MCP calls: these options
         return tool
 
     # ------------------------------------------------------------------ events, after every hook
