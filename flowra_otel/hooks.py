@@ -94,7 +94,7 @@ class OtelHooks:
             ``OTEL_INSTRUMENTATION_GENAI_UPLOAD_BASE_PATH``, as opentelemetry-util-genai reads them.
         mcp_propagation: put the ``execute_tool`` span's W3C context (``traceparent``,
             ``tracestate``, the app's own ``baggage``) into ``params._meta`` of the tool calls
-            flowra's MCP client sends, so the server continues the agent's trace (docs/mcp.md).
+            flowra's MCP client sends, so the server continues the agent's trace (docs/configuration.md).
             Default True; False sends nothing (the MCP attributes and metrics stay).
         mcp_servers: only these servers get the context: host names, ``host:port`` or URL
             prefixes (``"https://tools.example/"``); None (default): every server.

@@ -65,7 +65,7 @@ class Telemetry:
     uploader: ContentUploader | None = None
     """Writes content to storage by reference (``content_upload``)."""
     mcp: McpInstruments | None = None
-    """``mcp.client.*`` metrics of the MCP tool calls (docs/mcp.md)."""
+    """``mcp.client.*`` metrics of the MCP tool calls (docs/configuration.md, docs/semconv-mapping.md)."""
     global_tracer: bool = False
     """Spans go to the global tracer provider (no ``tracer_provider`` given): the first run checks
     that one is set up (``provider_check``)."""
