@@ -15,13 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import socket
-import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Any, Final
 
 import pytest
@@ -40,7 +36,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from flowra_otel import OtelHooks
 from flowra_otel.adapters.runtime_hooks import mcp_client
-from tests.backend_env import require_executable
+from tests import mcp_server_process
+from tests.mcp_server_process import mcp_server
 from tests.otlp_receiver import OtlpReceiver, SpanRecord
 from tests.runtime_hooks.support import (
     ScriptedProvider,
@@ -54,54 +51,13 @@ from tests.semconv_conformance import check_metrics, check_spans
 
 pytestmark = pytest.mark.skipif(not mcp_client.CALL_TAKES_META, reason="this flowra's MCP client sends no _meta")
 
-MCP_ENV: Final = "FLOWRA_OTEL_MCP_PYTHON"
-SERVER_SCRIPT: Final = Path(__file__).resolve().parent.parent / "mcp_tool_server.py"
 SECRET: Final = "Oslo-4711-secret"
 """A tool argument: it must reach the server as the argument and nowhere else."""
 
 
 @pytest.fixture
 def mcp_python() -> str:
-    return require_executable(MCP_ENV, "the MCP server venv (requirements/mcp.lock)")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@contextlib.contextmanager
-def mcp_server(python: str, era: str, traces_endpoint: str) -> Iterator[str]:
-    """The test server on a free loopback port, exporting its spans to ``traces_endpoint``."""
-    port = _free_port()
-    env = {**os.environ, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": traces_endpoint, "OTEL_SDK_DISABLED": "false"}
-    process = subprocess.Popen(
-        [python, str(SERVER_SCRIPT), str(port), era],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                break
-            if process.poll() is not None or time.monotonic() > deadline:
-                err = process.stderr.read().decode(errors="replace") if process.stderr else ""
-                pytest.fail(f"the MCP server did not start: {err[-2000:]}")
-            time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
-        if process.stderr is not None:
-            process.stderr.close()
+    return mcp_server_process.mcp_python()
 
 
 class Telemetry:
