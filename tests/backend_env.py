@@ -47,9 +47,10 @@ def _set(name: str) -> bool:
 
 
 def backends_required() -> bool:
-    """True with ``FLOWRA_OTEL_REQUIRE_BACKENDS`` on, or on a home release in CI or when ``./dev``
-    reported a build failure."""
-    return _set(REQUIRE_ENV) or (on_home_release() and (_set("CI") or _set(MISSING_ENV)))
+    """True with ``FLOWRA_OTEL_REQUIRE_BACKENDS`` on, when ``./dev`` reported a build failure to this
+    run (it does so to the runs it meant to give a backend: the home releases, and the MCP server's
+    other releases), or on a home release in CI."""
+    return _set(REQUIRE_ENV) or _set(MISSING_ENV) or (on_home_release() and _set("CI"))
 
 
 def require_executable(env_var: str, what: str) -> str:
@@ -71,5 +72,8 @@ def require_executable(env_var: str, what: str) -> str:
     if backends_required():
         pytest.fail(f"{reason}. Backends are required here (CI / {REQUIRE_ENV}): not skipping.", pytrace=False)
     if not on_home_release():
-        reason += f" (./dev test gives the backends to flowra {' and '.join(sorted(home_releases()))} only)"
+        reason += (
+            f" (./dev test gives the backends to flowra {' and '.join(sorted(home_releases()))} only,"
+            " and the MCP server also to its MCP_RELEASES)"
+        )
     pytest.skip(reason)

@@ -67,3 +67,14 @@ def test_releases_that_never_get_the_backends_skip_even_in_ci(monkeypatch: pytes
     monkeypatch.setenv(REQUIRE_ENV, "1")  # ... unless asked for explicitly
     with pytest.raises(pytest.fail.Exception):
         require_executable(MISSING, "the thing")
+
+
+def test_a_backend_dev_meant_for_another_release_fails_when_it_could_not_be_built(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``./dev`` gives the MCP server to two releases besides the home ones; when it could not build
+    it, it says so to their runs (FLOWRA_OTEL_BACKENDS_MISSING), and their MCP tests fail, not skip."""
+    monkeypatch.setattr(backend_env, "on_home_release", lambda: False)
+    monkeypatch.setenv(MISSING_ENV, "MCP")
+    with pytest.raises(pytest.fail.Exception, match="could not build: MCP"):
+        require_executable(MISSING, "the thing")
