@@ -25,7 +25,13 @@ from typing import Final
 from opentelemetry import trace
 from opentelemetry.sdk.environment_variables import OTEL_SDK_DISABLED
 
-__all__ = ["NO_SDK_WARNING", "check_global_tracer_provider", "mark_said"]
+__all__ = [
+    "INSTRUMENTOR_WARNING",
+    "NO_SDK_WARNING",
+    "check_global_tracer_provider",
+    "mark_said",
+    "warn_instrumentor_without_provider",
+]
 
 logger = logging.getLogger("flowra_otel")
 
@@ -37,8 +43,18 @@ NO_SDK_WARNING: Final = (
     "with opentelemetry.trace.set_tracer_provider(...), or pass OtelHooks(tracer_provider=...))."
 )
 
-_state = {"done": False}
-"""``done``: looked (or warned elsewhere) in this process; never again."""
+INSTRUMENTOR_WARNING: Final = (
+    "flowra_otel: FlowraInstrumentor is tracing flowra agents, but no OpenTelemetry tracer provider "
+    "is installed, so their spans go nowhere. With opentelemetry-instrument: install flowra-otel's "
+    "distro (pip install 'flowra-otel[instrument]'), or name it (OTEL_PYTHON_CONFIGURATOR=flowra). "
+    "In code: call flowra_otel.export.configure_telemetry() before the agents are built, or pass "
+    "instrument(tracer_provider=...)."
+)
+"""The zero-code instrumentors' wording: their users set up with ``opentelemetry-instrument``."""
+
+_state = {"done": False, "instrumentor_done": False}
+"""``done``: looked (or warned elsewhere) in this process; never again. ``instrumentor_done``: the
+instrumentors' warning was given (once per process, whichever flowra line's instrumentor)."""
 
 
 def mark_said() -> None:
@@ -58,3 +74,17 @@ def check_global_tracer_provider() -> None:
         return  # switched off on purpose
     if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
         logger.warning(NO_SDK_WARNING)
+
+
+def warn_instrumentor_without_provider() -> None:
+    """The zero-code instrumentors' check, when their first runtime or registry is built: warn once
+    per process if the global tracer provider is still the API's placeholder, and mark the run-time
+    warning as said (one warning a process, not two)."""
+    if _state["instrumentor_done"]:
+        return
+    if os.environ.get(OTEL_SDK_DISABLED, "").strip().lower() == "true":
+        return  # switched off on purpose
+    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        _state["instrumentor_done"] = True
+        mark_said()  # this warning replaces the one at the first run
+        logger.warning(INSTRUMENTOR_WARNING)

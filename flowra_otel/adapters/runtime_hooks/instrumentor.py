@@ -39,15 +39,12 @@ installs it again.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import weakref
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, Final
 
 import wrapt
-from opentelemetry import trace
-from opentelemetry.sdk.environment_variables import OTEL_SDK_DISABLED
 
 from ... import distro
 from ...core import provider_check
@@ -95,27 +92,13 @@ _traced: weakref.WeakSet[RuntimeTracing] = weakref.WeakSet()
 ``uninstrument()``; weak, so a runtime the app dropped is not kept alive."""
 
 
-NO_PROVIDER_WARNING: Final = (
-    "flowra_otel: FlowraInstrumentor is tracing flowra agents, but no OpenTelemetry tracer provider "
-    "is installed, so their spans go nowhere. With opentelemetry-instrument: install flowra-otel's "
-    "distro (pip install 'flowra-otel[instrument]'), or name it (OTEL_PYTHON_CONFIGURATOR=flowra). "
-    "In code: call flowra_otel.export.configure_telemetry() before the agents are built, or pass "
-    "instrument(tracer_provider=...)."
-)
-_warned_no_provider = False
+NO_PROVIDER_WARNING: Final = provider_check.INSTRUMENTOR_WARNING
 
 
 def _warn_if_spans_go_nowhere() -> None:
-    """Warn once per process if the global tracer provider is still the API's placeholder."""
-    global _warned_no_provider  # noqa: PLW0603 -- once per process, as the warning promises
-    if _state.pop("check_provider", False) is not True or _warned_no_provider:
-        return
-    if os.environ.get(OTEL_SDK_DISABLED, "").strip().lower() == "true":
-        return  # switched off on purpose
-    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
-        _warned_no_provider = True
-        provider_check.mark_said()  # this warning replaces the one at the first run
-        logger.warning(NO_PROVIDER_WARNING)
+    """On the first new runtime or registry after ``instrument()``: the one-per-process warning."""
+    if _state.pop("check_provider", False) is True:
+        provider_check.warn_instrumentor_without_provider()
 
 
 def _runtime_init_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> None:
