@@ -11,6 +11,12 @@ interprets them: the tree, span kinds, model, tokens, LLM messages, every parall
 the run's input and output, the session -- and that the secret is nowhere in anything Phoenix
 gives out. ``python -m flowra_otel audit --phoenix`` is run against the same server.
 
+An MCP tool (``tests/runtime_hooks/mcp_workload.py``, the real ``mcp`` SDK server in its own process,
+exporting to the same Phoenix): the server's spans inside the agent's trace (the tree, Phoenix's span
+kinds, the tool's parameters and masked result, its secret argument only in content attributes), and
+what Phoenix does with a server that names no project (it takes the whole trace to its own).
+Needs ``FLOWRA_OTEL_MCP_PYTHON`` as well.
+
 The planted-secret audit and Phoenix's refusal of metrics need no flowra run: they are tested
 once, in ``tests/hook_registry/test_phoenix_backend.py``.
 
@@ -23,13 +29,17 @@ Needs ``FLOWRA_OTEL_PHOENIX`` (the ``phoenix`` executable): ``./dev test`` build
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import time
 from collections.abc import Iterator
 from typing import Any, Final
 
 import pytest
 
 from flowra_otel.__main__ import main
+from tests import mcp_server_process
 from tests.backend_env import require_executable
 from tests.phoenix_queries import (
     PROTOCOL_IDS,
@@ -46,7 +56,9 @@ from tests.phoenix_queries import (
     tool_messages,
 )
 from tests.phoenix_server import PHOENIX_ENV, PhoenixServer, running_phoenix
+from tests.runtime_hooks import mcp_workload
 from tests.runtime_hooks import phoenix_app as app
+from tests.runtime_hooks.support import FLOWRA_VERSION
 
 SPAN_COUNT: Final = 11
 """invoke_agent assistant; its 2 chats and 3 tools; under execute_tool research: invoke_agent
@@ -271,3 +283,190 @@ def test_audit_of_the_live_phoenix_is_clean(
     assert set(ledgers) == {"call_research", "call_account", "call_weather", "call_rome"}
     assert ledgers["call_account"]["flowra.redaction.applied"] is True
     assert not any(ledgers[cid] for cid in ("call_research", "call_weather", "call_rome"))
+
+
+# ------------------------------------------------------------------------------------ an MCP tool
+# An agent whose tool is served by the real MCP server (tests/runtime_hooks/mcp_workload.py), both
+# exporting to this Phoenix, each from its own process: the server's work must show inside the
+# agent's trace. Phoenix files a whole trace under the project of the first span of it that
+# arrives (its "memberships win"), so the server names the agent's project too
+# (``openinference.project.name`` in its ``OTEL_RESOURCE_ATTRIBUTES``), as docs/mcp.md advises.
+MCP_PROJECT: Final = "flowra-e2e-mcp"
+MCP_AGENT_SERVICE: Final = "flowra-phoenix-mcp-e2e"
+
+
+def mcp_agent_provider(phoenix: PhoenixServer, project: str | None) -> tuple[Any, Any]:
+    """The agent's tracer provider (batched OTLP/HTTP to ``phoenix``, as ``configure_telemetry``
+    sets up) and its in-memory copy of what it exported."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    resource = {"service.name": MCP_AGENT_SERVICE} | ({"openinference.project.name": project} if project else {})
+    provider = TracerProvider(resource=Resource.create(resource))
+    memory = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{phoenix.url}/v1/traces")))
+    return provider, memory
+
+
+@contextlib.contextmanager
+def mcp_server_for(phoenix: PhoenixServer, project: str | None) -> Iterator[str]:
+    """The MCP server exporting to ``phoenix`` (in ``project``, or Phoenix's default one); stopped
+    whatever happens."""
+    python = mcp_server_process.mcp_python()
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv("OTEL_RESOURCE_ATTRIBUTES", raising=False)
+        if project:
+            env.setenv("OTEL_RESOURCE_ATTRIBUTES", f"openinference.project.name={project}")
+        server = mcp_server_process.mcp_server(python, "stateless", f"{phoenix.url}/v1/traces")
+        url = server.__enter__()  # the process has its environment now
+    try:
+        yield url
+    finally:
+        server.__exit__(None, None, None)
+
+
+def mcp_trace(spans: list[dict[str, Any]], trace_id: str) -> PhoenixRun:
+    return PhoenixRun("http/protobuf", MCP_PROJECT, [s for s in spans if s["context"]["trace_id"] == trace_id])
+
+
+@pytest.fixture(scope="module")
+def mcp_run(phoenix: PhoenixServer) -> PhoenixRun:
+    """The MCP run's trace as Phoenix holds it (only the spans of that trace: the server's
+    ``tools/list`` at connect is a trace of its own)."""
+    if not mcp_workload.CONTEXT_SENT:
+        pytest.skip(f"flowra {FLOWRA_VERSION}'s MCP client sends no params._meta (0.0.79+)")
+    provider, memory = mcp_agent_provider(phoenix, MCP_PROJECT)
+    try:
+        with mcp_server_for(phoenix, MCP_PROJECT) as url:
+            result = asyncio.run(
+                mcp_workload.mcp_tool_run(
+                    provider, url, conversation_id=conversation_id(MCP_PROJECT), openinference=True
+                )
+            )
+        assert mcp_workload.ANSWER in repr(result)
+        assert provider.force_flush(10_000)
+    finally:
+        provider.shutdown()
+    (trace_id,) = {f"{s.context.trace_id:032x}" for s in memory.get_finished_spans()}
+    expected = mcp_workload.AGENT_SPANS + mcp_workload.SERVER_SPANS
+    deadline = time.monotonic() + 30
+    while len((run := mcp_trace(phoenix.spans(MCP_PROJECT), trace_id)).spans) < expected:
+        assert time.monotonic() < deadline, f"{len(run.spans)} of {expected} spans of the MCP trace in Phoenix"
+        time.sleep(0.25)
+    return run
+
+
+def test_an_mcp_server_s_spans_are_inside_the_agent_s_trace(mcp_run: PhoenixRun) -> None:
+    run = mcp_run
+    assert len(run.spans) == mcp_workload.AGENT_SPANS + mcp_workload.SERVER_SPANS
+    root = run.one("invoke_agent assistant")
+    assert root["parent_id"] is None
+    assert run.children(root) == [f"chat {MODEL}", f"chat {MODEL}", "execute_tool forecast"]
+    execute = run.one("execute_tool forecast")
+    assert run.children(execute) == ["tools/call forecast"]
+    server = run.one("tools/call forecast")
+    assert server["parent_id"] == execute["context"]["span_id"]
+    assert run.children(server) == ["lookup_forecast"]
+    # Phoenix's span kinds: the server's span is a TOOL too (the SDK marks it gen_ai.operation.name
+    # execute_tool), the tool's own span, which says nothing GenAI, UNKNOWN
+    assert {s["name"]: s["span_kind"] for s in run.spans} == {
+        "invoke_agent assistant": "AGENT",
+        f"chat {MODEL}": "LLM",
+        "execute_tool forecast": "TOOL",
+        "tools/call forecast": "TOOL",
+        "lookup_forecast": "UNKNOWN",
+    }
+    assert {s["status_code"] for s in run.spans} == {"UNSET"}
+    # the MCP attributes on the agent's tool span, and the server's, as Phoenix gives them
+    attributes = execute["attributes"]
+    assert (attributes["mcp.method.name"], attributes["gen_ai.tool.name"]) == ("tools/call", "forecast")
+    assert attributes["mcp.protocol.version"] == server["attributes"]["mcp.protocol.version"]
+    assert (attributes["server.address"], attributes["network.transport"]) == ("127.0.0.1", "tcp")
+    assert (server["attributes"]["mcp.method.name"], server["attributes"]["tool.name"]) == ("tools/call", "forecast")
+
+
+def test_the_mcp_tool_span_shows_its_parameters_and_masked_output(mcp_run: PhoenixRun) -> None:
+    execute = mcp_run.one("execute_tool forecast")["attributes"]
+    # what Phoenix shows for the tool: its name and call id, the parameters the model chose (content
+    # capture is on), the result the app's hook masked
+    assert (execute["tool.name"], execute["tool.id"]) == ("forecast", mcp_workload.CALL_ID)
+    assert execute["tool.parameters.city"] == mcp_workload.SECRET
+    assert (execute["output.mime_type"], json.loads(execute["output.value"])) == (
+        "application/json",
+        {"content": mcp_workload.RESULT},
+    )
+    assert execute["flowra.redaction.applied"] is True
+    # the model's call, and the result it was given, in the LLM messages
+    first, last = mcp_run.children_of(mcp_run.one("invoke_agent assistant"), f"chat {MODEL}")
+    (answer,) = messages(first, "output")
+    assert tool_calls(answer) == [(mcp_workload.CALL_ID, "forecast", {"city": mcp_workload.SECRET})]
+    assert tool_messages(last) == {mcp_workload.CALL_ID: mcp_workload.RESULT}
+    assert run_io(mcp_run.one("invoke_agent assistant")) == (
+        user_text(mcp_workload.QUESTION),
+        assistant_text(mcp_workload.ANSWER),
+    )
+
+
+CONTENT_KEY_PREFIXES: Final = (
+    "gen_ai.input.messages",
+    "gen_ai.output.messages",
+    "gen_ai.tool.call.arguments",
+    "llm.input_messages.",
+    "llm.output_messages.",
+    "tool.parameters",
+)
+"""Where content capture (and Phoenix's reading of it) puts the tool's argument."""
+
+
+def test_the_mcp_tool_s_secret_argument_is_only_where_content_capture_puts_it(
+    mcp_run: PhoenixRun, phoenix: PhoenixServer
+) -> None:
+    carriers = {
+        (span["name"], key)
+        for span in mcp_run.spans
+        for key, value in span["attributes"].items()
+        if mcp_workload.SECRET in json.dumps(value, ensure_ascii=False)
+    }
+    assert {name for name, _ in carriers} == {f"chat {MODEL}", "execute_tool forecast"}, carriers
+    assert all(key.startswith(CONTENT_KEY_PREFIXES) for _, key in carriers), carriers
+    # nothing of it in the server's spans, the run's output, the session or the masked result
+    for span in mcp_run.spans:
+        if span["name"] in {"tools/call forecast", "lookup_forecast", "invoke_agent assistant"}:
+            assert mcp_workload.SECRET not in json.dumps(span, ensure_ascii=False), span["name"]
+    otlp = json.dumps(phoenix.get_json(f"/v1/projects/{MCP_PROJECT}/spans/otlpv1", limit=1000), ensure_ascii=False)
+    assert otlp.count(mcp_workload.SECRET) > 0  # capture was on
+    sessions_text = json.dumps(sessions(phoenix, MCP_PROJECT), ensure_ascii=False)
+    assert mcp_workload.SECRET not in sessions_text and mcp_workload.QUESTION in sessions_text
+
+
+def test_a_server_that_names_no_project_takes_the_agent_s_trace_with_it(phoenix: PhoenixServer) -> None:
+    """What a user sees when the MCP server exports to Phoenix without the agent's project: Phoenix
+    files the whole trace under the project of its first span to arrive -- the server's, which
+    leaves during the run, while the agent's (batched) leave after -- so the agent's project does
+    not show the run at all; it is whole in ``default``. Hence the advice in docs/mcp.md."""
+    if not mcp_workload.CONTEXT_SENT:
+        pytest.skip(f"flowra {FLOWRA_VERSION}'s MCP client sends no params._meta (0.0.79+)")
+    project = f"{MCP_PROJECT}-agent-only"
+    provider, memory = mcp_agent_provider(phoenix, project)
+    try:
+        with mcp_server_for(phoenix, None) as url:
+            asyncio.run(mcp_workload.mcp_tool_run(provider, url, conversation_id="conv-mcp-no-project"))
+        (trace_id,) = {f"{s.context.trace_id:032x}" for s in memory.get_finished_spans()}
+        deadline = time.monotonic() + 30
+        while not mcp_trace(phoenix.spans("default"), trace_id).spans:  # the server's spans first
+            assert time.monotonic() < deadline, "the server's spans did not reach Phoenix"
+            time.sleep(0.1)
+        assert provider.force_flush(10_000)
+    finally:
+        provider.shutdown()
+    expected = mcp_workload.AGENT_SPANS + mcp_workload.SERVER_SPANS
+    deadline = time.monotonic() + 30
+    while len(in_default := mcp_trace(phoenix.spans("default"), trace_id).spans) < expected:
+        assert time.monotonic() < deadline, f"{len(in_default)} of {expected} spans in the default project"
+        time.sleep(0.25)
+    assert {s["name"] for s in in_default} >= {"invoke_agent assistant", "execute_tool forecast", "tools/call forecast"}
+    assert mcp_trace(phoenix.spans(project), trace_id).spans == []
