@@ -27,6 +27,11 @@ CONTENT_KEYS: Final = frozenset(
         "gen_ai.tool.call.result",
     }
 )
+"""The GenAI content attributes (the workloads capture content: every one is exported)."""
+OPENINFERENCE_CONTENT_KEYS: Final = frozenset({"input.value", "output.value"})
+"""OpenInference's copies of content, which ``openinference=True`` adds (the workloads' multi-agent
+runs turn it on)."""
+GUARDED_KEYS: Final = CONTENT_KEYS | OPENINFERENCE_CONTENT_KEYS
 """What ``collector-config.yaml``'s ``attributes/redaction`` guard deletes (a test reads the
 config and checks it is exactly this set)."""
 

@@ -54,7 +54,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tests import collector_workload
 from tests.backend_env import require_executable
-from tests.collector_workload import CONTENT_KEYS, Workload
+from tests.collector_workload import GUARDED_KEYS, Workload
 from tests.jaeger_stack import (
     COLLECTOR_CONFIG,
     GATEWAY_CONFIG,
@@ -390,11 +390,11 @@ def test_a_multi_agent_run_reaches_jaeger_whole_through_the_collector_without_it
             assert (got.scope_name, got.scope_version) == (sent.scope_name, sent.scope_version)
             # Every attribute, every gen_ai.* one, with its type (ints stay ints, arrays arrays),
             # except exactly the content attributes the guard deletes.
-            assert got.attributes == {k: v for k, v in sent.attributes.items() if k not in CONTENT_KEYS}, sent.name
+            assert got.attributes == {k: v for k, v in sent.attributes.items() if k not in GUARDED_KEYS}, sent.name
             compared["spans"] += 1
             compared["attributes"] += len(got.attributes)
             compared["gen_ai attributes"] += sum(k.startswith("gen_ai.") for k in got.attributes)
-            compared["content attributes removed"] += len(set(sent.attributes) & CONTENT_KEYS)
+            compared["content attributes removed"] += len(set(sent.attributes) & GUARDED_KEYS)
             compared["events"] += len(got.events)
             compared["links"] += len(got.links)
         for marker in workload.CONTENT_MARKERS:
@@ -405,7 +405,7 @@ def test_a_multi_agent_run_reaches_jaeger_whole_through_the_collector_without_it
     # What was compared is what matters: content was captured (and removed), errors carry
     # exception events, the resumed run its link.
     sent_keys = {k for d in delivered for r in d.exported for k in r.attributes}
-    assert sent_keys >= CONTENT_KEYS, "capture was on: every content attribute was exported"
+    assert sent_keys >= GUARDED_KEYS, "capture (and openinference) was on: every content attribute was exported"
     exported_text = json.dumps([r.attributes for r in multi.exported], ensure_ascii=False)
     assert all(marker in exported_text for marker in workload.CONTENT_MARKERS)
     assert compared["events"] >= 1
@@ -448,7 +448,7 @@ def test_without_the_guard_the_content_reaches_jaeger(
     delivered, _ = through_one_collector(otelcol, jaeger_binary, tmp_path, make_app, workload, guard=False)
     (multi,) = [d for d in delivered if len(d.exported) == workload.MULTI_AGENT_SPANS]
     stored_keys = {k for r in multi.stored for k in r.attributes}
-    assert stored_keys >= CONTENT_KEYS
+    assert stored_keys >= GUARDED_KEYS
     assert all(marker in multi.raw for marker in workload.CONTENT_MARKERS)
     for secret in workload.SECRETS:  # the app's own redaction hook still held
         assert secret not in multi.raw
@@ -460,7 +460,7 @@ def test_the_guard_deletes_exactly_the_content_attributes_and_the_sampler_keys_o
     """No backend needed: the shipped config's guard list and sampling keys against the spans
     this line's adapter really emits (a typo in a key would silently never match)."""
     config = yaml.safe_load(COLLECTOR_CONFIG.read_text(encoding="utf-8"))
-    assert {a["key"] for a in config["processors"][REDACTION_PROCESSOR]["actions"]} == CONTENT_KEYS
+    assert {a["key"] for a in config["processors"][REDACTION_PROCESSOR]["actions"]} == GUARDED_KEYS
     app = make_app(processor=SimpleSpanProcessor(InMemorySpanExporter()))
 
     async def runs() -> list[bool]:

@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 import yaml
 
+from flowra_otel.core import semconv
+
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG_PATH = ROOT / "collector-config.yaml"
 GATEWAY_PATH = ROOT / "collector-gateway.yaml"
@@ -36,6 +38,8 @@ CONTENT_KEYS = frozenset(
         "gen_ai.tool.call.result",
     }
 )
+OPENINFERENCE_CONTENT_KEYS = frozenset({"input.value", "output.value"})
+"""OpenInference's copies of content (``openinference=True`` writes them)."""
 REDACTION_PROCESSOR = "attributes/redaction"
 OTLP_GRPC_EXPORTER_TYPES = frozenset({"otlp_grpc", "otlp"})  # `otlp` is the pre-v0.144 (now deprecated) name
 
@@ -133,7 +137,7 @@ def test_redaction_processor_covers_exactly_the_content_keys(
     actions = config["processors"][REDACTION_PROCESSOR]["actions"]
     keys = [action["key"] for action in actions]
     assert len(keys) == len(set(keys)), f"duplicate keys: {keys}"
-    assert set(keys) == CONTENT_KEYS
+    assert set(keys) == CONTENT_KEYS | OPENINFERENCE_CONTENT_KEYS
     for action in actions:
         assert action["action"] in {"delete", "hash"}, action
         assert set(action) == {"key", "action"}, f"no include/exclude/pattern: {action}"
@@ -155,6 +159,7 @@ def test_content_keys_are_the_semconv_content_attributes() -> None:
         g.GEN_AI_TOOL_CALL_ARGUMENTS,
         g.GEN_AI_TOOL_CALL_RESULT,
     } == CONTENT_KEYS
+    assert {semconv.OI_INPUT_VALUE, semconv.OI_OUTPUT_VALUE} == OPENINFERENCE_CONTENT_KEYS
 
 
 def test_traces_go_to_jaeger_and_tempo(config: dict[str, Any], pipelines: dict[str, dict[str, list[str]]]) -> None:

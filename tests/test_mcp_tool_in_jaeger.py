@@ -44,7 +44,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from flowra_otel.adapters import flowra_version
 from tests import collector_workload, mcp_server_process
 from tests.backend_env import require_executable
-from tests.collector_workload import CONTENT_KEYS
+from tests.collector_workload import GUARDED_KEYS
 from tests.jaeger_stack import (
     JAEGER_ENV,
     OTELCOL_ENV,
@@ -294,7 +294,7 @@ def test_jaeger_holds_what_the_agent_exported_minus_the_content(
                 sent.kind,
                 sent.status_code,
             )
-            assert got.attributes == {k: v for k, v in sent.attributes.items() if k not in CONTENT_KEYS}, sent.name
+            assert got.attributes == {k: v for k, v in sent.attributes.items() if k not in GUARDED_KEYS}, sent.name
 
 
 def test_the_secret_argument_is_nowhere_in_jaeger(workload: ModuleType, through_the_gateway: Sent) -> None:

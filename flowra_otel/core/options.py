@@ -64,7 +64,8 @@ class TraceOptions:
     """Stamped on every span this plugin starts (e.g. tenant, deployment)."""
     openinference: bool = False
     """Also write OpenInference's ``input.value``/``output.value`` (content rules unchanged) and a
-    zero own token count on ``invoke_agent`` spans, for Phoenix and Arize (docs/backends.md)."""
+    zero own token count on ``invoke_agent`` spans, and a tool's arguments as ``input.value`` on
+    ``execute_tool`` spans, for Phoenix and Arize (docs/backends.md)."""
     metric_metadata_keys: tuple[str, ...] = ()
     """Spec ``metadata`` keys copied onto every metric record (low-cardinality, e.g. a tenant)."""
     mcp: McpPropagation = dataclasses.field(default_factory=McpPropagation)

@@ -163,7 +163,15 @@ class ToolInvocation:
         if self.content is not None and self.span.is_recording():
             arguments = getattr(tool_use, "input", _NO_ARGUMENTS)
             if arguments is not _NO_ARGUMENTS:
-                self.span.set_attribute(semconv.GEN_AI_TOOL_CALL_ARGUMENTS, self.content.tool_arguments(arguments))
+                rendered = self.content.tool_arguments(arguments)
+                self.span.set_attribute(semconv.GEN_AI_TOOL_CALL_ARGUMENTS, rendered)
+                if self.telemetry.options.openinference:
+                    # Phoenix reads a tool's arguments into ``tool.parameters`` but fills its
+                    # Input panel only from ``input.value``: the same rendered (post-hook) JSON
+                    # (always JSON: text the model left is a JSON string there too)
+                    self.span.set_attributes(
+                        {semconv.OI_INPUT_VALUE: rendered, semconv.OI_INPUT_MIME_TYPE: semconv.MIME_JSON}
+                    )
 
     def stop(
         self,

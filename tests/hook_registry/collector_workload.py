@@ -56,7 +56,7 @@ def _require_agent_tools() -> None:
 async def multi_agent_run(tracer_provider: TracerProvider, conversation_id: str) -> None:
     _require_agent_tools()
     registry = HookRegistry()
-    registry.add(OtelHooks(tracer_provider=tracer_provider, capture_content=True))
+    registry.add(OtelHooks(tracer_provider=tracer_provider, capture_content=True, openinference=True))
     registry.add(RedactionHooks())
     main = ScriptedProvider(
         [

@@ -156,10 +156,19 @@ async def test_openinference_aliases_follow_the_content_rule_and_count_zero_toke
     else:
         assert not set(attrs) & set(OI_CONTENT_KEYS)
         assert_no_leak(span_exporter.get_finished_spans(), [REWRITTEN_INPUT, ANSWER])
-    # Token counts are an agent-span alias only: chat and tool spans get none.
+    # Token counts are an agent-span alias only: chat and tool spans get none. A tool span's
+    # arguments (what the hooks left) are its input.value, for Phoenix's Input panel.
     for span in span_exporter.get_finished_spans():
-        if span.name != "invoke_agent assistant":
-            assert not set(span.attributes or {}) & {*OI_TOKEN_KEYS, *OI_CONTENT_KEYS}, span.name
+        if span.name == "invoke_agent assistant":
+            continue
+        attrs = attrs_of(span)
+        assert not set(attrs) & set(OI_TOKEN_KEYS), span.name
+        if capture and span.name == "execute_tool get_weather":
+            assert attrs[semconv.OI_INPUT_VALUE] == attrs[semconv.GEN_AI_TOOL_CALL_ARGUMENTS] == '{"city":"Paris"}'
+            assert attrs[semconv.OI_INPUT_MIME_TYPE] == "application/json"
+            assert not set(attrs) & {semconv.OI_OUTPUT_VALUE, semconv.OI_OUTPUT_MIME_TYPE}
+        else:
+            assert not set(attrs) & set(OI_CONTENT_KEYS), span.name
 
 
 async def test_no_openinference_keys_without_the_option(

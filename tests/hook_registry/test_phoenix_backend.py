@@ -161,6 +161,13 @@ def test_llm_messages_and_parallel_tool_calls(run: PhoenixRun) -> None:
         "content": f"account of alice: plan=pro, api key {REDACTED}"
     }
     assert json.loads(run.one("execute_tool research")["attributes"]["output.value"]) == {"answer": app.RESEARCH_ANSWER}
+    # ... and its arguments in the Input panel (``input.value``, written with ``openinference=True``)
+    for cid, name, args in app.PARALLEL_CALLS:
+        (span,) = [s for s in run.named(f"execute_tool {name}") if s["attributes"]["gen_ai.tool.call.id"] == cid]
+        assert (span["attributes"]["input.mime_type"], json.loads(span["attributes"]["input.value"])) == (
+            "application/json",
+            args,
+        )
 
 
 @gap("one-tool-message-per-result")

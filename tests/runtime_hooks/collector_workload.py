@@ -70,7 +70,7 @@ async def multi_agent_run(tracer_provider: TracerProvider, conversation_id: str,
         text_response(RESEARCH_ANSWER, tokens=(40, 6)),
     )
     runtime = research_runtime(main, researcher, lookup_customer, explode)
-    OtelHooks(tracer_provider=tracer_provider, capture_content=True).install(runtime)
+    OtelHooks(tracer_provider=tracer_provider, capture_content=True, openinference=True).install(runtime)
     if redact:
         runtime.hooks.on(AfterToolCallEvent, mask_secrets)
     result = await run_chat(runtime, QUESTION, conversation_id=conversation_id)

@@ -396,6 +396,28 @@ async def test_arguments_kept_as_json_text_are_recorded_as_an_object(
     assert_all_ended(ledger, span_exporter)
 
 
+@pytest.mark.semconv_exempt  # text arguments: no object
+@pytest.mark.parametrize(
+    ("arguments", "recorded", "mime"),
+    [
+        ('{"city": "Oslo"}', '{"city":"Oslo"}', "application/json"),
+        ("[city] Oslo, please", '"[city] Oslo, please"', "application/json"),
+    ],
+    ids=["json-object-text", "plain-text"],
+)
+async def test_openinference_input_value_is_the_recorded_arguments_with_their_kind(
+    make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter, arguments: str, recorded: str, mime: str
+) -> None:
+    """``openinference=True``: a tool span's ``input.value`` (Phoenix's Input panel) is exactly the
+    recorded ``gen_ai.tool.call.arguments``, JSON in every case: an object, or a JSON string of the
+    text the model left (even text that starts like JSON)."""
+    await paired(Case(one_call(weather_call(arguments=arguments))), make_otel_hooks, openinference=True)
+    (tool,) = spans_named(span_exporter, "execute_tool")
+    values = attrs(tool)
+    assert values[semconv.GEN_AI_TOOL_CALL_ARGUMENTS] == values[semconv.OI_INPUT_VALUE] == recorded
+    assert values[semconv.OI_INPUT_MIME_TYPE] == mime
+
+
 @pytest.mark.semconv_exempt  # null arguments: no object
 async def test_none_arguments_are_recorded_as_null(
     make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter, ledger: SpanLedger

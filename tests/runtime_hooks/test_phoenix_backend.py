@@ -211,6 +211,11 @@ def test_llm_messages_and_parallel_tool_calls(run: PhoenixRun) -> None:
         "call_weather": {"content": "Sunny in Paris"},
         "call_rome": {"content": "Sunny in Rome"},
     }
+    # ... and its arguments in the Input panel (``input.value``, written with ``openinference=True``)
+    inputs = {
+        call_id(s): (s["attributes"]["input.mime_type"], json.loads(s["attributes"]["input.value"])) for s in tools
+    }
+    assert inputs == {cid: ("application/json", args) for cid, _, args in (*app.PARALLEL_CALLS, *app.RESEARCH_CALLS)}
 
 
 def test_every_parallel_tool_result_reaches_the_llm_messages(run: PhoenixRun) -> None:
@@ -418,6 +423,7 @@ CONTENT_KEY_PREFIXES: Final = (
     "llm.input_messages.",
     "llm.output_messages.",
     "tool.parameters",
+    "input.value",
 )
 """Where content capture (and Phoenix's reading of it) puts the tool's argument."""
 
