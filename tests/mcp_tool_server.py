@@ -87,7 +87,7 @@ async def slow(city: str) -> str:
     """Says it started (a marker file), then takes its time."""
     marker_dir = os.environ.get("MCP_TEST_MARKER_DIR")
     if marker_dir:
-        Path(marker_dir, "slow-started").write_text("started")
+        Path(marker_dir, "slow-started").write_text("started")  # noqa: ASYNC240  # tiny, once per call
     await asyncio.sleep(SLOW_SECONDS)
     return f"Slowly sunny in {city}"
 
@@ -118,7 +118,7 @@ class Faults:
         if isinstance(params, dict) and request.get("method") == "tools/call" and params.get("name") == "outage":
             marker_dir = os.environ.get("MCP_TEST_MARKER_DIR")
             if marker_dir:  # the JSON-RPC ids the client sent, for the test to compare
-                with Path(marker_dir, "outage-ids").open("a") as ids:
+                with Path(marker_dir, "outage-ids").open("a") as ids:  # noqa: ASYNC230  # tiny, once per call
                     ids.write(f"{request.get('id')}\n")
             await send({"type": "http.response.start", "status": 500, "headers": [(b"content-type", b"text/plain")]})
             await send({"type": "http.response.body", "body": b"internal server error"})
@@ -156,7 +156,7 @@ class HandshakeEraOnly:
 def main() -> None:
     port = int(sys.argv[1])
     if sys.argv[2] == "stateless":
-        app = Faults(server.streamable_http_app(stateless_http=True, host="127.0.0.1"))
+        app: Any = Faults(server.streamable_http_app(stateless_http=True, host="127.0.0.1"))
     else:
         app = HandshakeEraOnly(Faults(server.streamable_http_app(stateless_http=False)))
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1)
