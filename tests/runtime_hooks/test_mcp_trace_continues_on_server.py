@@ -136,10 +136,12 @@ def wait_for_named(rx: OtlpReceiver, name: str, timeout: float = 15.0) -> list[S
 
 
 async def run_agent(url: str, telemetry: Telemetry | None, tool: str = "forecast", **options: Any) -> Any:
+    # the OtelHooks first: the patch is in place when the connection's session starts
+    hooks = telemetry.hooks(**options) if telemetry is not None else None
     async with connected(url) as connection:
         runtime = mcp_runtime(forecast_script(tool), connection)
-        if telemetry is not None:
-            telemetry.hooks(**options).install(runtime)
+        if hooks is not None:
+            hooks.install(runtime)
         return await run_turn(runtime, "What is the weather?")
 
 

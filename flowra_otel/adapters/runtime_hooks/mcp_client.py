@@ -128,11 +128,19 @@ _CALL: Final[contextvars.ContextVar[McpToolCall | None]] = contextvars.ContextVa
 class _ClientState:
     """What is known of the session a connection's httpx client carries (per client, weakly)."""
 
-    __slots__ = ("failure", "session")
+    __slots__ = ("failure", "session", "version")
 
     def __init__(self) -> None:
         self.session: McpSessionClock | None = None
         self.failure: str | None = None  # the last request failure: what ends a session a reconnect replaces
+        self.version: str | None = None  # negotiated by the last initialize (0.0.56 - 0.0.76 keep it nowhere)
+
+
+def _state_of(client: Any) -> _ClientState | None:
+    try:
+        return _CLIENTS.get(client)
+    except TypeError:  # not weakly referable: nothing known
+        return None
 
 
 _CLIENTS: Final[weakref.WeakKeyDictionary[Any, _ClientState]] = weakref.WeakKeyDictionary()
@@ -149,7 +157,8 @@ def _server_of(connection: Any) -> McpServer:
         version = getattr(session, "protocol_version", None)
         session_id = getattr(session, "session_id", None)
     else:  # before the McpSession object: the handshake era only
-        version = None
+        state = _state_of(getattr(connection, _CLIENT, None))
+        version = state.version if state is not None else None  # what its initialize answered
         session_id = getattr(connection, "_McpConnection__session_id", None)
     return McpServer(
         str(url),
@@ -283,6 +292,8 @@ class _Request:
         self.client = arg(0, "client")
         self.url = str(arg(1, "url") or "")
         self.version, session_id = _session_arg(arg(2, "session"))
+        if self.version is None and (state := _state_of(self.client)) is not None:
+            self.version = state.version
         self.method = str(arg(3, "method"))
         self.call = _CALL.get()
         self.span: McpRequest | None = None
@@ -291,7 +302,7 @@ class _Request:
 
     def failed(self, exc: BaseException) -> None:
         outcome = _failure_outcome(exc)
-        state = _CLIENTS.get(self.client)
+        state = _state_of(self.client)
         if state is not None:
             state.failure = outcome.error_type
         self._done(outcome, None)
@@ -304,14 +315,19 @@ class _Request:
         if self.method == _INITIALIZE and outcome.error_type is None:
             negotiated = body.get("result", {}).get("protocolVersion") if isinstance(body, dict) else None
             version = negotiated if isinstance(negotiated, str) else version
+            self._state().version = version
             if session_id is not None:  # a handshake-era session begins (none in the stateless era)
                 self._session_begins(McpServer(self.url, version, session_id))
         self._done(outcome, session_id, version)
 
-    def _session_begins(self, server: McpServer) -> None:
+    def _state(self) -> _ClientState:
         state = _CLIENTS.get(self.client)
         if state is None:
             state = _CLIENTS[self.client] = _ClientState()
+        return state
+
+    def _session_begins(self, server: McpServer) -> None:
+        state = self._state()
         if state.session is not None:
             state.session.end(state.failure)  # replaced by a reconnect: ended by the last failure
         state.session = McpSessionClock(server)
@@ -330,7 +346,7 @@ class _Request:
             self._claim(call)
 
     def _claim(self, call: McpToolCall) -> None:
-        state = _CLIENTS.get(self.client)
+        state = _state_of(self.client)
         if state is not None and state.session is not None:
             state.session.claim(call.instruments)
 
