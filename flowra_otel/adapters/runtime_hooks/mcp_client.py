@@ -35,6 +35,7 @@ version, session id) from 0.0.77, which added the stateless era.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import inspect
 import json
@@ -313,7 +314,8 @@ class _Request:
         outcome = _answer_outcome(body) if body is not None else McpOutcome()
         version = self.version
         if self.method == _INITIALIZE and outcome.error_type is None:
-            negotiated = body.get("result", {}).get("protocolVersion") if isinstance(body, dict) else None
+            result = body.get("result") if isinstance(body, dict) else None
+            negotiated = result.get("protocolVersion") if isinstance(result, dict) else None
             version = negotiated if isinstance(negotiated, str) else version
             self._state().version = version
             if session_id is not None:  # a handshake-era session begins (none in the stateless era)
@@ -321,9 +323,11 @@ class _Request:
         self._done(outcome, session_id, version)
 
     def _state(self) -> _ClientState:
-        state = _CLIENTS.get(self.client)
+        state = _state_of(self.client)
         if state is None:
-            state = _CLIENTS[self.client] = _ClientState()
+            state = _ClientState()
+            with contextlib.suppress(TypeError):  # a client that cannot be weakly referenced: kept nowhere
+                _CLIENTS[self.client] = state
         return state
 
     def _session_begins(self, server: McpServer) -> None:
