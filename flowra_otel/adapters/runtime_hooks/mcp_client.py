@@ -87,6 +87,13 @@ def _takes_meta() -> bool:
         return False
 
 
+_REQUEST_SHAPES: Final[dict[str, list[str | None]]] = {
+    # the leading parameters read by position (None: any name; the session was ``session_id`` on 0.0.56 - 0.0.76)
+    _POST: ["cls", "client", "url", None, "method", "params"],
+    _NOTIFY: ["cls", "client", "url", None, "method"],
+}
+
+
 def requests_shape_missing() -> list[str]:
     """What of the private request path the wrappers read this flowra lacks (empty: all there):
     ``__jsonrpc_post(client, url, session, method, params, ...)`` and ``__jsonrpc_notify(client,
@@ -94,8 +101,7 @@ def requests_shape_missing() -> list[str]:
     if _McpConnection is None:
         return ["McpConnection"]
     missing: list[str] = []
-    for attr, shape in ((_POST, ["cls", "client", "url", None, "method", "params"]), (_NOTIFY, [
-        "cls", "client", "url", None, "method"])):  # fmt: skip
+    for attr, shape in _REQUEST_SHAPES.items():
         member = _McpConnection.__dict__.get(attr)
         func = getattr(member, "__func__", None)
         ok = isinstance(member, classmethod) and inspect.iscoroutinefunction(func)
