@@ -3,7 +3,13 @@
 
     python tests/mcp_tool_server.py PORT stateless|handshake
 
-Streamable HTTP on 127.0.0.1:PORT/mcp. The SDK's own ``OpenTelemetryMiddleware`` makes a SERVER
+Streamable HTTP on 127.0.0.1:PORT/mcp. The tools: ``forecast`` (works), ``broken`` (a tool error,
+``isError: true``), ``refused`` (a JSON-RPC error, code ``REFUSED_CODE``, whose message carries the
+argument, as a real server's may), ``outage`` (every ``tools/call`` of it answered HTTP 500 before
+the SDK sees it, as a failing proxy or a crashed handler would; their JSON-RPC ids appended to
+``$MCP_TEST_MARKER_DIR/outage-ids``) and ``slow`` (writes
+``$MCP_TEST_MARKER_DIR/slow-started`` once it runs, then takes ``SLOW_SECONDS``: a test cancels the
+call exactly while it is in flight). The SDK's own ``OpenTelemetryMiddleware`` makes a SERVER
 span ``tools/call <tool>`` for each call, parented on the W3C context the request carries in
 ``params._meta``; the ``forecast`` tool makes a span of its own under it, as a real tool's database
 or HTTP calls would. Spans go by OTLP/HTTP to ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` (the test's
@@ -14,11 +20,16 @@ receiver), one batch at a time, flushed on every call so the test need not wait 
 # (it runs in .venv-mcp; the project venv has neither mcp nor uvicorn)
 from __future__ import annotations
 
+import asyncio
+import json
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -54,6 +65,76 @@ def broken(city: str) -> str:
     raise RuntimeError(msg)
 
 
+REFUSED_CODE = -32050
+"""A server-defined JSON-RPC error code (not one flowra acts on, such as -32601 / -32602)."""
+SLOW_SECONDS = 8.0
+
+
+@server.tool()
+def refused(city: str) -> str:
+    """Answered with a JSON-RPC error (not a tool result)."""
+    raise MCPError(code=REFUSED_CODE, message=f"quota exceeded for {city}")
+
+
+@server.tool()
+def outage(city: str) -> str:
+    """Never runs: the server answers HTTP 500 for it (``Faults``)."""
+    return f"unreachable {city}"
+
+
+@server.tool()
+async def slow(city: str) -> str:
+    """Says it started (a marker file), then takes its time."""
+    marker_dir = os.environ.get("MCP_TEST_MARKER_DIR")
+    if marker_dir:
+        Path(marker_dir, "slow-started").write_text("started")  # noqa: ASYNC240  # tiny, once per call
+    await asyncio.sleep(SLOW_SECONDS)
+    return f"Slowly sunny in {city}"
+
+
+class Faults:
+    """ASGI wrapper: a ``tools/call`` of ``outage`` gets HTTP 500 with a plain-text body (no
+    JSON-RPC error); every other request goes to the SDK's app unchanged."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        try:
+            request = json.loads(body)
+        except ValueError:
+            request = None
+        params = request.get("params") if isinstance(request, dict) else None
+        if isinstance(params, dict) and request.get("method") == "tools/call" and params.get("name") == "outage":
+            marker_dir = os.environ.get("MCP_TEST_MARKER_DIR")
+            if marker_dir:  # the JSON-RPC ids the client sent, for the test to compare
+                with Path(marker_dir, "outage-ids").open("a") as ids:  # noqa: ASYNC230  # tiny, once per call
+                    ids.write(f"{request.get('id')}\n")
+            await send({"type": "http.response.start", "status": 500, "headers": [(b"content-type", b"text/plain")]})
+            await send({"type": "http.response.body", "body": b"internal server error"})
+            return
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
 class HandshakeEraOnly:
     """ASGI wrapper: refuse the stateless era's requests (HTTP 400), as a server from before
     ``2026-07-28`` does, so a client falls back to ``initialize`` and an ``Mcp-Session-Id``."""
@@ -75,10 +156,10 @@ class HandshakeEraOnly:
 def main() -> None:
     port = int(sys.argv[1])
     if sys.argv[2] == "stateless":
-        server.run("streamable-http", host="127.0.0.1", port=port, stateless_http=True)
-        return
-    app = HandshakeEraOnly(server.streamable_http_app(stateless_http=False))
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+        app: Any = Faults(server.streamable_http_app(stateless_http=True, host="127.0.0.1"))
+    else:
+        app = HandshakeEraOnly(Faults(server.streamable_http_app(stateless_http=False)))
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1)
 
 
 if __name__ == "__main__":

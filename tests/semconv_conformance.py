@@ -25,8 +25,11 @@ span or metric, so a list collected over many tests can be deduplicated.  What i
   that collect logs): the event's attributes (the inference span's, for
   ``gen_ai.client.inference.operation.details``), their types, and the content attributes, which
   an event carries as structured values rather than JSON text, against their schemas.
-* metrics named ``gen_ai.*``: known to the model; instrument type; unit; bucket advice; per data
-  point the required attributes, types, enum values and no unknown ``gen_ai.*`` key.
+* metrics named ``gen_ai.*`` and ``mcp.*``: known to the model; instrument type; unit; bucket
+  advice; per data point the required attributes, types, enum values and no unknown ``gen_ai.*``
+  key; no ``mcp.session.id`` on an ``mcp.*`` point.
+* spans carrying ``mcp.method.name`` (the MCP page's client span, alone or its attributes on
+  ``execute_tool``): ``_check_mcp``.
 
 Enums: the model marks none as closed, and the rendered conventions say for every enum "if one
 of the well-known values applies, it MUST be used; otherwise a custom value MAY be used".  So a
@@ -79,6 +82,13 @@ CORE_ATTRIBUTE_TYPES: Final[Mapping[str, str]] = {
     "error.type": "string",
     "server.address": "string",
     "server.port": "int",
+    # Referenced by the MCP model (the core registry's jsonrpc.*, rpc.*, network.* attributes).
+    "jsonrpc.request.id": "string",
+    "jsonrpc.protocol.version": "string",
+    "rpc.response.status_code": "string",
+    "network.transport": "string",
+    "network.protocol.name": "string",
+    "network.protocol.version": "string",
 }
 
 BUCKET_ADVICE: Final[Mapping[str, Sequence[float]]] = {
@@ -97,6 +107,9 @@ BUCKET_ADVICE: Final[Mapping[str, Sequence[float]]] = {
     "gen_ai.execute_tool.duration": [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96,
                                      81.92],
     "gen_ai.workflow.duration": [1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200],
+    # From docs/gen-ai/mcp.md ("SHOULD be specified with ExplicitBucketBoundaries of ...").
+    "mcp.client.operation.duration": [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300],
+    "mcp.client.session.duration": [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300],
 }  # fmt: skip
 
 REFERENCE_IMPLEMENTATION_KEYS: Final[Mapping[str, str]] = {
@@ -382,12 +395,15 @@ def _span_definition(model: SemconvModel, operation: str, kind: SpanKind) -> tup
 
 
 def check_spans(spans: Iterable[ReadableSpan], *, model: SemconvModel | None = None, extras: bool = False) -> list[str]:
-    """Violations of the GenAI span conventions by the spans that carry ``gen_ai.operation.name``."""
+    """Violations of the GenAI span conventions by the spans that carry ``gen_ai.operation.name``,
+    and of the MCP client span's by those that carry ``mcp.method.name`` (``_check_mcp``)."""
     model = model or load_model()
     problems: list[str] = []
     for span in spans:
         attributes = dict(span.attributes or {})
         operation = attributes.get("gen_ai.operation.name")
+        if "mcp.method.name" in attributes:
+            problems += _check_mcp(model, span, attributes)
         if operation is None:
             continue
         where = f"span {span.name!r} ({operation})"
@@ -401,6 +417,39 @@ def check_spans(spans: Iterable[ReadableSpan], *, model: SemconvModel | None = N
             continue
         problems += _check_span_name(where, span.name, operation, attributes, definition)
         problems += _check_conditions(where, span, attributes, definition)
+    return problems
+
+
+def _check_mcp(model: SemconvModel, span: ReadableSpan, attributes: Mapping[str, Any]) -> list[str]:
+    """The MCP page's client span, alone (``{mcp.method.name}``, CLIENT, no ``gen_ai.operation.name``
+    unless it is a ``tools/call``) or combined with ``execute_tool`` (its attributes on that span):
+    attribute types and enum members, ``error.type`` iff ERROR, ``rpc.response.status_code`` only
+    with an ``error.type`` (it is the JSON-RPC error code), ``jsonrpc.request.id`` never on a
+    notification, ``server.port`` with ``server.address``, no ``mcp.session.id`` in the stateless era."""
+    method = attributes["mcp.method.name"]
+    where = f"span {span.name!r} (MCP {method})"
+    problems = _check_attributes(model, where, attributes, None, extras=False)
+    combined = attributes.get("gen_ai.operation.name") == "execute_tool" and method == "tools/call"
+    if "gen_ai.operation.name" in attributes and method != "tools/call":
+        problems.append(f"{where}: gen_ai.operation.name is set only for a tool call")
+    if not combined:
+        if span.kind is not SpanKind.CLIENT:
+            problems.append(f"{where}: an MCP client span should be CLIENT, not {span.kind.name}")
+        target = attributes.get("gen_ai.tool.name") or attributes.get("gen_ai.prompt.name")
+        expected = f"{method} {target}" if target else str(method)
+        if span.name != expected:
+            problems.append(f"{where}: span name should be {expected!r} ('{{mcp.method.name}} {{target}}')")
+        failed = span.status.status_code is StatusCode.ERROR
+        if failed != ("error.type" in attributes):
+            problems.append(f"{where}: error.type and an ERROR status go together")
+    if "rpc.response.status_code" in attributes and "error.type" not in attributes:
+        problems.append(f"{where}: rpc.response.status_code (a JSON-RPC error code) without error.type")
+    if str(method).startswith("notifications/") and "jsonrpc.request.id" in attributes:
+        problems.append(f"{where}: a notification has no jsonrpc.request.id")
+    if "server.address" in attributes and "server.port" not in attributes:
+        problems.append(f"{where}: server.address without server.port")
+    if "mcp.session.id" in attributes and str(attributes.get("mcp.protocol.version", "")) >= "2026-07-28":
+        problems.append(f"{where}: mcp.session.id in the stateless era (no session exists)")
     return problems
 
 
@@ -475,7 +524,10 @@ def _check_metric(model: SemconvModel, name: str, unit: str, data: Any) -> list[
         bounds = getattr(point, "explicit_bounds", None)
         if advice is not None and bounds is not None and [float(b) for b in bounds] != [float(a) for a in advice]:
             problems.append(f"{where}: bucket boundaries {list(bounds)}, the advice is {list(advice)}")
-        problems += _check_attributes(model, where, dict(point.attributes or {}), definition, extras=False)
+        attributes = dict(point.attributes or {})
+        problems += _check_attributes(model, where, attributes, definition, extras=False)
+        if name.startswith("mcp.") and "mcp.session.id" in attributes:
+            problems.append(f"{where}: mcp.session.id is not a metric attribute (one series per session)")
     return problems
 
 

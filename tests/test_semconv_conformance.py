@@ -348,7 +348,11 @@ def test_the_model_knows_the_mcp_attributes_and_metrics() -> None:
     assert (operation.instrument, operation.unit) == ("histogram", "s")
     assert operation.attributes["mcp.method.name"].level == "required"
     assert "mcp.client.session.duration" in model.metrics
-    assert record_metrics("mcp.client.operation.duration", unit="s", attributes=MCP_METRIC_BASE, buckets=[1.0]) == []
+    assert record_metrics("mcp.client.operation.duration", unit="s", attributes=MCP_METRIC_BASE) == []
+    session = {"mcp.protocol.version": "2025-06-18", "server.address": "127.0.0.1", "server.port": 80}
+    assert record_metrics("mcp.client.session.duration", unit="s", attributes=session) == []
+    failed = {**MCP_METRIC_BASE, "error.type": "-32602", "rpc.response.status_code": "-32602"}
+    assert record_metrics("mcp.client.operation.duration", unit="s", attributes=failed) == []
 
 
 @pytest.mark.parametrize(
@@ -356,10 +360,57 @@ def test_the_model_knows_the_mcp_attributes_and_metrics() -> None:
     [
         ({"unit": "ms", "attributes": MCP_METRIC_BASE}, "unit 'ms'"),
         ({"unit": "s", "attributes": {"gen_ai.tool.name": "forecast"}}, "missing required attribute mcp.method.name"),
+        ({"unit": "s", "attributes": MCP_METRIC_BASE, "buckets": [1.0]}, "bucket boundaries [1.0]"),
+        ({"unit": "s", "attributes": {**MCP_METRIC_BASE, "mcp.session.id": "abc"}}, "mcp.session.id is not a metric"),
+        ({"unit": "s", "attributes": {**MCP_METRIC_BASE, "rpc.response.status_code": -32602}}, "status_code"),
     ],
 )
 def test_a_planted_mcp_metric_flaw_is_reported(kwargs: dict[str, Any], expected: str) -> None:
-    problems = record_metrics("mcp.client.operation.duration", buckets=[1.0], **kwargs)
+    problems = record_metrics("mcp.client.operation.duration", **kwargs)
+    assert len(problems) == 1, problems
+    assert expected in problems[0]
+
+
+MCP_SPAN: Final[dict[str, Any]] = {
+    "mcp.method.name": "initialize",
+    "mcp.protocol.version": "2025-06-18",
+    "jsonrpc.request.id": "7",
+    "server.address": "127.0.0.1",
+    "server.port": 8000,
+    "network.transport": "tcp",
+}
+
+
+def test_conformant_mcp_spans_pass(record_spans: Callable[..., list[ReadableSpan]]) -> None:
+    combined = {**tool_attrs(), **MCP_SPAN, "mcp.method.name": "tools/call", "gen_ai.tool.name": "get_weather"}
+    assert check_spans(record_spans(("initialize", SpanKind.CLIENT, MCP_SPAN))) == []
+    assert check_spans(record_spans(("execute_tool get_weather", SpanKind.INTERNAL, combined))) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "changes", "expected"),
+    [
+        ("initialize", SpanKind.INTERNAL, {}, "should be CLIENT"),
+        ("initialize 2025", SpanKind.CLIENT, {}, "span name should be 'initialize'"),
+        ("initialize", SpanKind.CLIENT, {"gen_ai.operation.name": "execute_tool"}, "only for a tool call"),
+        ("initialize", SpanKind.CLIENT, {"error.type": "500"}, "error.type and an ERROR status"),
+        ("initialize", SpanKind.CLIENT, {"jsonrpc.request.id": 7}, "jsonrpc.request.id"),
+        ("initialize", SpanKind.CLIENT, {"server.port": None}, "server.address without server.port"),
+        ("initialize", SpanKind.CLIENT, {"mcp.protocol.version": "2026-07-28", "mcp.session.id": "s"}, "stateless"),
+        ("initialize", SpanKind.CLIENT, {"rpc.response.status_code": "-32602"}, "without error.type"),
+        (
+            "notifications/initialized",
+            SpanKind.CLIENT,
+            {"mcp.method.name": "notifications/initialized"},
+            "a notification has no jsonrpc.request.id",
+        ),
+    ],
+)
+def test_a_planted_mcp_span_flaw_is_reported(
+    record_spans: Callable[..., list[ReadableSpan]], name: str, kind: SpanKind, changes: dict[str, Any], expected: str
+) -> None:
+    attrs = {k: v for k, v in {**MCP_SPAN, **changes}.items() if v is not None}
+    problems = [p for p in check_spans(record_spans((name, kind, attrs))) if "(MCP " in p]  # the GenAI checks aside
     assert len(problems) == 1, problems
     assert expected in problems[0]
 

@@ -172,7 +172,10 @@ class Instruments:
         *,
         duration_s: float,
         error_type: str | None,
+        result_error: bool = False,
     ) -> None:
+        """``result_error``: the call returned an error result (counted in ``flowra.tool.errors``
+        whatever its ``error.type``: an MCP call's may be a JSON-RPC code)."""
         key = (tool_name, agent_name, error_type, *extra.items()) if extra else (tool_name, agent_name, error_type)
         attrs = self._tool_attrs.get(key)
         if attrs is None:  # built once per tool, agent, outcome and extra attributes; never mutated after
@@ -187,7 +190,7 @@ class Instruments:
             if len(self._tool_attrs) < 1024:
                 self._tool_attrs[key] = attrs
         self.tool_duration.record(duration_s, attrs)
-        if error_type == semconv.ERROR_TYPE_TOOL:
+        if result_error or error_type == semconv.ERROR_TYPE_TOOL:
             self.tool_errors.add(1, {semconv.GEN_AI_TOOL_NAME: tool_name, **extra})
 
     def record_agent(

@@ -29,10 +29,14 @@ from urllib.parse import urlsplit
 
 from opentelemetry import propagate, trace
 from opentelemetry.metrics import Histogram, Meter
-from opentelemetry.trace import Span
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+
+from .errors import error_type_of
 
 logger = logging.getLogger("flowra_otel")
 
+JSONRPC_REQUEST_ID: Final = "jsonrpc.request.id"
+RPC_RESPONSE_STATUS_CODE: Final = "rpc.response.status_code"
 MCP_METHOD_NAME: Final = "mcp.method.name"
 MCP_PROTOCOL_VERSION: Final = "mcp.protocol.version"
 MCP_SESSION_ID: Final = "mcp.session.id"
@@ -129,20 +133,55 @@ class McpServer:
     session_id: str | None
 
 
-def server_attributes(server: McpServer) -> dict[str, Any]:
+def server_attributes(server: McpServer, method: str = TOOLS_CALL) -> dict[str, Any]:
     """The attributes the span and the metric share (low-cardinality: no session id)."""
+    attrs: dict[str, Any] = {MCP_METHOD_NAME: method, NETWORK_TRANSPORT: "tcp"}
+    attrs.update(_endpoint_attributes(server))
+    return attrs
+
+
+def _endpoint_attributes(server: McpServer) -> dict[str, Any]:
     parts = urlsplit(server.url)
-    attrs: dict[str, Any] = {
-        MCP_METHOD_NAME: TOOLS_CALL,
-        NETWORK_TRANSPORT: "tcp",
-        NETWORK_PROTOCOL_NAME: "http",
-    }
-    if parts.hostname:
-        attrs[SERVER_ADDRESS] = parts.hostname
-        attrs[SERVER_PORT] = parts.port or (443 if parts.scheme == "https" else 80)
+    attrs: dict[str, Any] = {NETWORK_PROTOCOL_NAME: "http"}
+    with contextlib.suppress(ValueError):  # a port that is not a number: no address
+        if parts.hostname:
+            attrs[SERVER_ADDRESS] = parts.hostname
+            attrs[SERVER_PORT] = parts.port or (443 if parts.scheme == "https" else 80)
     if server.protocol_version:
         attrs[MCP_PROTOCOL_VERSION] = server.protocol_version
     return attrs
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class McpOutcome:
+    """How one JSON-RPC request ended, in low-cardinality terms only (never a message).
+
+    ``error_type``: the JSON-RPC error code as a string when the server answered one (then also
+    ``status_code``), ``tool_error`` for a ``CallToolResult`` with ``isError: true``, the HTTP
+    status (``"500"``) for an HTTP error without a JSON-RPC error, else the failure's exception
+    type; None: the request succeeded."""
+
+    request_id: str | None = None
+    error_type: str | None = None
+    status_code: str | None = None
+
+    def attributes(self) -> dict[str, Any]:
+        attrs: dict[str, Any] = {}
+        if self.error_type is not None:
+            attrs[ERROR_TYPE] = self.error_type
+        if self.status_code is not None:
+            attrs[RPC_RESPONSE_STATUS_CODE] = self.status_code
+        return attrs
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class McpSettings:
+    """The MCP options of the ``OtelHooks`` that started an ``execute_tool`` span."""
+
+    instruments: McpInstruments | None
+    propagation: McpPropagation
+    tracer: Tracer | None = None
+    """Makes the CLIENT spans of the requests a call sends besides ``tools/call`` (a reconnect)."""
 
 
 def trace_meta(span: Span, meta: Mapping[str, Any], propagation: McpPropagation, url: str) -> dict[str, Any]:
@@ -162,14 +201,19 @@ def trace_meta(span: Span, meta: Mapping[str, Any], propagation: McpPropagation,
 
 
 class McpToolCall:
-    """One ``tools/call``: its attributes on the ``execute_tool`` span, then its duration."""
+    """One ``tools/call``: its attributes on the ``execute_tool`` span, then its duration.
 
-    __slots__ = ("attrs", "instruments", "span", "start")
+    A call can send ``tools/call`` twice (flowra retries once after a reconnect): what the span
+    and the metric say is the last attempt's (its ``jsonrpc.request.id``, its outcome), the one
+    whose answer the agent got."""
 
-    def __init__(self, span: Span, server: McpServer, tool_name: str, instruments: McpInstruments | None) -> None:
+    __slots__ = ("attrs", "last", "settings", "span", "start")
+
+    def __init__(self, span: Span, server: McpServer, tool_name: str, settings: McpSettings) -> None:
         self.span = span
-        self.instruments = instruments
+        self.settings = settings
         self.start = time.perf_counter()
+        self.last: McpOutcome | None = None
         self.attrs = server_attributes(server)
         self.attrs[GEN_AI_TOOL_NAME] = tool_name
         if span.is_recording():
@@ -177,15 +221,38 @@ class McpToolCall:
             if server.session_id:
                 span.set_attribute(MCP_SESSION_ID, server.session_id)
 
+    @property
+    def instruments(self) -> McpInstruments | None:
+        return self.settings.instruments
+
+    def attempt(self, outcome: McpOutcome, session_id: str | None) -> None:
+        """A ``tools/call`` request of this call ended (the retry's replaces the first's)."""
+        self.last = outcome
+        if self.span.is_recording():
+            if outcome.request_id is not None:
+                self.span.set_attribute(JSONRPC_REQUEST_ID, outcome.request_id)
+            if session_id:
+                self.span.set_attribute(MCP_SESSION_ID, session_id)
+
     def finish(self, *, tool_error: bool = False, error: BaseException | None = None) -> None:
-        """Record the call's duration; ``error.type`` for a tool error or a failed request."""
+        """Record the call's duration and how it ended: the exception it raised, else the last
+        request's outcome, else ``tool_error`` when flowra answered with an error result all
+        the same (a tool it does not know, an answer it rejected)."""
         attrs = dict(self.attrs)
+        last = self.last
         if error is not None:
-            attrs[ERROR_TYPE] = type(error).__qualname__
+            attrs[ERROR_TYPE] = error_type_of(error)
+        elif last is not None and last.error_type is not None:
+            attrs.update(last.attributes())
         elif tool_error:
             attrs[ERROR_TYPE] = TOOL_ERROR
-        if ERROR_TYPE in attrs and self.span.is_recording():
-            self.span.set_attribute(ERROR_TYPE, attrs[ERROR_TYPE])
+        if ERROR_TYPE in attrs:
+            with contextlib.suppress(TypeError):
+                _CALL_ERRORS[self.span] = str(attrs[ERROR_TYPE])
+            if self.span.is_recording():
+                self.span.set_attribute(ERROR_TYPE, attrs[ERROR_TYPE])
+                if RPC_RESPONSE_STATUS_CODE in attrs:
+                    self.span.set_attribute(RPC_RESPONSE_STATUS_CODE, attrs[RPC_RESPONSE_STATUS_CODE])
         instruments = self.instruments
         if instruments is not None and instruments.enabled:
             attrs.pop(GEN_AI_TOOL_NAME, None)
@@ -194,18 +261,115 @@ class McpToolCall:
             instruments.operation_duration.record(time.perf_counter() - self.start, attrs)
 
 
-_TOOL_SPANS: weakref.WeakKeyDictionary[Any, tuple[McpInstruments | None, McpPropagation]] = weakref.WeakKeyDictionary()
+class McpRequest:
+    """A request or notification a tool call sends besides ``tools/call``: flowra's reconnect
+    (``initialize``, ``notifications/initialized``, ``tools/list``) inside the call. A CLIENT
+    span ``{mcp.method.name}`` under the ``execute_tool`` span (not made current: nothing runs
+    under it) and its ``mcp.client.operation.duration``; this is what shows a server that went
+    down and came back inside the agent's trace."""
+
+    __slots__ = ("attrs", "instruments", "span", "start")
+
+    def __init__(self, call: McpToolCall, method: str, server: McpServer) -> None:
+        self.instruments = call.settings.instruments
+        self.attrs = server_attributes(server, method)
+        self.start = time.perf_counter()
+        tracer = call.settings.tracer
+        self.span: Span | None = None
+        if tracer is not None:
+            attrs = dict(self.attrs)
+            if server.session_id:
+                attrs[MCP_SESSION_ID] = server.session_id
+            self.span = tracer.start_span(
+                method, context=trace.set_span_in_context(call.span), kind=SpanKind.CLIENT, attributes=attrs
+            )
+
+    def finish(
+        self, outcome: McpOutcome, *, protocol_version: str | None = None, session_id: str | None = None
+    ) -> None:
+        """End the span (ERROR when the request failed) and record the duration."""
+        duration = time.perf_counter() - self.start
+        attrs = {**self.attrs, **outcome.attributes()}
+        if protocol_version:
+            attrs[MCP_PROTOCOL_VERSION] = protocol_version
+        span = self.span
+        if span is not None:
+            try:
+                if span.is_recording():
+                    span.set_attributes(attrs)
+                    if outcome.request_id is not None:
+                        span.set_attribute(JSONRPC_REQUEST_ID, outcome.request_id)
+                    if session_id:
+                        span.set_attribute(MCP_SESSION_ID, session_id)
+                    if outcome.error_type is not None:
+                        span.set_status(Status(StatusCode.ERROR))
+            finally:
+                span.end()
+        instruments = self.instruments
+        if instruments is not None and instruments.enabled:
+            instruments.operation_duration.record(duration, attrs)
+
+
+class McpSessionClock:
+    """One handshake-era session (an ``Mcp-Session-Id``), from its ``initialize`` to its
+    replacement by a reconnect or to ``close()``, for ``mcp.client.session.duration``.
+
+    Recorded by the meter of the ``OtelHooks`` whose ``execute_tool`` first used the session
+    (``claim``); a session no traced call used is recorded by none."""
+
+    __slots__ = ("attrs", "ended", "instruments", "start")
+
+    def __init__(self, server: McpServer) -> None:
+        self.start = time.perf_counter()
+        self.attrs = _endpoint_attributes(server)
+        self.instruments: McpInstruments | None = None
+        self.ended = False
+
+    def claim(self, instruments: McpInstruments | None) -> None:
+        if self.instruments is None:
+            self.instruments = instruments
+
+    def end(self, error_type: str | None = None) -> None:
+        """The session is over (``error_type``: the failure that made the client replace it)."""
+        if self.ended:
+            return
+        self.ended = True
+        instruments = self.instruments
+        if instruments is None or not instruments.enabled:
+            return
+        attrs = dict(self.attrs)
+        if error_type is not None:
+            attrs[ERROR_TYPE] = error_type
+        instruments.session_duration.record(time.perf_counter() - self.start, attrs)
+
+
+_CALL_ERRORS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+"""``execute_tool`` span -> the ``error.type`` its MCP call ended with, which its result's
+``tool_error`` must not replace."""
+
+
+def call_error_type(span: Span) -> str | None:
+    """The ``error.type`` the MCP call under ``span`` ended with, if it was one. Never raises."""
+    try:
+        return _CALL_ERRORS.get(span)
+    except TypeError:
+        return None
+
+
+_TOOL_SPANS: weakref.WeakKeyDictionary[Any, McpSettings] = weakref.WeakKeyDictionary()
 """Each live ``execute_tool`` span -> the MCP settings of the ``OtelHooks`` that started it, so a
 call the MCP client makes under that span is measured and propagated by that instance's options."""
 
 
-def note_tool_span(span: Span, instruments: McpInstruments | None, propagation: McpPropagation) -> None:
+def note_tool_span(
+    span: Span, instruments: McpInstruments | None, propagation: McpPropagation, tracer: Tracer | None = None
+) -> None:
     """Remember which options own ``span`` (an ``execute_tool`` span). Never raises."""
     with contextlib.suppress(TypeError):  # a span class that cannot be weakly referenced: untraced
-        _TOOL_SPANS[span] = (instruments, propagation)
+        _TOOL_SPANS[span] = McpSettings(instruments, propagation, tracer)
 
 
-def settings_of(span: Span) -> tuple[McpInstruments | None, McpPropagation] | None:
+def settings_of(span: Span) -> McpSettings | None:
     """The settings noted for ``span``; None when no ``OtelHooks`` of this process started it."""
     try:
         return _TOOL_SPANS.get(span)
@@ -217,9 +381,14 @@ __all__ = [
     "MCP_CLIENT_OPERATION_DURATION",
     "MCP_CLIENT_SESSION_DURATION",
     "McpInstruments",
+    "McpOutcome",
     "McpPropagation",
+    "McpRequest",
     "McpServer",
+    "McpSessionClock",
+    "McpSettings",
     "McpToolCall",
+    "call_error_type",
     "note_tool_span",
     "settings_of",
     "trace_meta",

@@ -23,6 +23,7 @@ from opentelemetry.util.types import AttributeValue
 from . import attributes, redaction, semconv
 from .content import ContentRenderer
 from .errors import end_error_type, record_end
+from .mcp_invocation import call_error_type
 from .safety import guarded, internal_error, safe_str
 from .telemetry import Telemetry
 
@@ -191,7 +192,8 @@ class ToolInvocation:
         error_type: str | None = None
         try:
             is_error = bool(getattr(result, "is_error", False))
-            error_type = semconv.ERROR_TYPE_TOOL if is_error else None
+            # an MCP call's own class (a JSON-RPC code, a transport failure) over the generic one
+            error_type = (call_error_type(self.span) or semconv.ERROR_TYPE_TOOL) if is_error else None
             if change is not None:
                 self._record_ledger(change, result)
             if is_error or self.content is not None:  # else the result leaves nothing on the span
@@ -201,7 +203,7 @@ class ToolInvocation:
         finally:
             self.span.end(end_time=end_ns)
         if self.telemetry.instruments.enabled:
-            self._record_metrics(end_ns, error_type)
+            self._record_metrics(end_ns, error_type, result_error=error_type is not None)
 
     def fail(self, error: BaseException | None = None, *, reason: str | None = None, end_ns: int | None = None) -> None:
         """The call raised, or ends without a result because its agent or run does."""
@@ -226,7 +228,7 @@ class ToolInvocation:
             return
         content = self.content
         if is_error:
-            span.set_attribute(semconv.ERROR_TYPE, semconv.ERROR_TYPE_TOOL)
+            span.set_attribute(semconv.ERROR_TYPE, call_error_type(span) or semconv.ERROR_TYPE_TOOL)
             span.set_attribute(semconv.FLOWRA_TOOL_IS_ERROR, True)
             if error_kind:
                 span.set_attribute(semconv.FLOWRA_TOOL_ERROR_KIND, error_kind)
@@ -248,7 +250,7 @@ class ToolInvocation:
         if self.telemetry.instruments.enabled:
             guarded(self.telemetry.instruments.record_redaction, self.name, change.field, self.metric_extra)
 
-    def _record_metrics(self, end_ns: int, error_type: str | None) -> None:
+    def _record_metrics(self, end_ns: int, error_type: str | None, *, result_error: bool = False) -> None:
         """The call's metric records, after its span ended. Never raises: a failed record is logged."""
         try:
             self.telemetry.instruments.record_tool(
@@ -257,6 +259,7 @@ class ToolInvocation:
                 self.metric_extra,
                 duration_s=(end_ns - self.start_ns) / 1e9,
                 error_type=error_type,
+                result_error=result_error,
             )
         except Exception:
             internal_error("flowra_otel: could not record the metrics of a tool span")

@@ -24,7 +24,7 @@ class RuntimeHooksAdapter:
     spans and metrics. Built by ``flowra_otel.OtelHooks`` (whose docstring lists the options) or by
     the zero-code instrumentor."""
 
-    __slots__ = ("__weakref__", "_auto", "options", "telemetry")  # weak: an owner of the emit patch
+    __slots__ = ("__weakref__", "_auto", "options", "telemetry")  # weak: an owner of the emit and MCP patches
 
     def __init__(self, telemetry: Telemetry) -> None:
         self.telemetry: Final[Telemetry] = telemetry
@@ -32,7 +32,7 @@ class RuntimeHooksAdapter:
         self._auto = False  # True only for the zero-code instrumentor's instance
         if not telemetry.disabled:
             emit_patch.install(self)
-            mcp_client.install()
+            mcp_client.install(self)
 
     def install(self, runtime: Any) -> None:
         """Trace every agent run of ``runtime``.

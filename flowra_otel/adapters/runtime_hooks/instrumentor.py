@@ -49,7 +49,7 @@ import wrapt
 from ... import distro
 from ...core import provider_check
 from ...core.telemetry import Telemetry
-from . import _flowra, emit_patch
+from . import _flowra, emit_patch, mcp_client
 from ._flowra import AgentRuntime
 from .adapter import RuntimeHooksAdapter, tracings_of
 
@@ -164,6 +164,7 @@ class FlowraInstrumentor(BaseInstrumentor):
                 internal_error("flowra_otel: could not remove the instrumentor's hooks from a runtime")
         if adapter is not None:
             emit_patch.uninstall(adapter)  # kept while an OtelHooks of the app's own needs it
+            mcp_client.uninstall(adapter)
 
     @property
     def hooks(self) -> RuntimeHooksAdapter | None:

@@ -358,7 +358,7 @@ class RuntimeTracing:
             extra=extra,
         )
         agent.tool_announced(tool)
-        note_tool_span(tool.span, telemetry.mcp, telemetry.options.mcp)  # its MCP calls: these options
+        note_tool_span(tool.span, telemetry.mcp, telemetry.options.mcp, telemetry.tracer)  # its MCP calls: ours
         return tool
 
     # ------------------------------------------------------------------ events, after every hook
