@@ -273,3 +273,30 @@ def test_without_reading_resources_and_numbers_the_export_would_read_clean(
     assert len(audit_file(path, secrets=[str(CARD_INT)]).leaks) == 2
     monkeypatch.setattr(audit_module, "_span_texts", strings_only)
     assert audit_file(path, secrets=[str(CARD_INT)]).clean
+
+
+DIGIT_UUID = "96213456-7890-1234-5678-1234abcd5678"
+"""A random UUID whose first groups are digits only, as about one ``service.instance.id`` in
+800 is (the SDK makes one per process): 20 digits, dashed, that the card-number shape took
+for a card, so the audit of a clean export failed now and then."""
+
+
+@pytest.mark.parametrize("uuid", [DIGIT_UUID, "abcdef12-3456-7890-1234-567890123456"])
+def test_a_dashed_hex_id_of_digits_is_no_card_number(uuid: str, tmp_path: Path) -> None:
+    doc = document()
+    doc["resourceSpans"][0]["resource"]["attributes"].append(kv("service.instance.id", text(uuid)))
+    assert audit_file(write(tmp_path, doc)).leaks == ()
+    # the paired negative: a card number in the same place is found
+    doc["resourceSpans"][0]["resource"]["attributes"][-1] = kv("service.instance.id", text("4111-1111-1111-1111"))
+    assert [(leak.where, leak.kind) for leak in audit_file(write(tmp_path, doc)).leaks] == [
+        ("resource attribute service.instance.id", "card_number")
+    ]
+
+
+def test_redacting_secrets_keeps_ids_and_masks_card_numbers() -> None:
+    """``redact_secrets=True`` (the same shapes the audit looks for) leaves a UUID of digits alone."""
+    from flowra_otel.core.content import ContentPolicy
+
+    policy = ContentPolicy.build(redact=None, redact_secrets=True, max_length=None)
+    text_in = f"order {DIGIT_UUID} paid with 4111 1111 1111 1111 and 4111-1111-1111-1111."
+    assert policy.clean(text_in) == (f"order {DIGIT_UUID} paid with [REDACTED:card_number] and [REDACTED:card_number].")
