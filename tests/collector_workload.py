@@ -29,7 +29,7 @@ CONTENT_KEYS: Final = frozenset(
 )
 """The GenAI content attributes (the workloads capture content: every one is exported)."""
 OPENINFERENCE_CONTENT_KEYS: Final = frozenset({"input.value", "output.value"})
-"""OpenInference's copies of content, which ``openinference=True`` adds (the workloads' multi-agent
+"""OpenInference's copies of content, which ``openinference=True`` adds (the Collector tests' multi-agent
 runs turn it on)."""
 GUARDED_KEYS: Final = CONTENT_KEYS | OPENINFERENCE_CONTENT_KEYS
 """What ``collector-config.yaml``'s ``attributes/redaction`` guard deletes (a test reads the
@@ -50,9 +50,12 @@ class Workload(Protocol):
     MULTI_AGENT_SPANS: int
     """Spans of one ``multi_agent_run``."""
 
-    async def multi_agent_run(self, tracer_provider: TracerProvider, conversation_id: str) -> None:
+    async def multi_agent_run(
+        self, tracer_provider: TracerProvider, conversation_id: str, *, openinference: bool = False
+    ) -> None:
         """An assistant that calls a research agent as a tool (whose own tools include one that
-        raises and one whose secret a redaction hook masks) and a plain tool; capture on."""
+        raises and one whose secret a redaction hook masks) and a plain tool; capture on, and the
+        OpenInference copies of content with ``openinference``."""
 
     async def linked_run(self, tracer_provider: TracerProvider, workdir: Path) -> None:
         """A durable multi-agent run that died in its sub-agent, resumed: its root span links to

@@ -337,7 +337,7 @@ def through_one_collector(
         app = make_app(http_exporter(ports.http_endpoint))
 
         async def runs() -> None:
-            await workload.multi_agent_run(app.tracer_provider, "conv-jaeger")
+            await workload.multi_agent_run(app.tracer_provider, "conv-jaeger", openinference=True)
             # A failed run: the error (and its exception event) keeps it; and it is kept whole.
             assert await workload.outcome_run(app.tracer_provider, 0, fail=True)
             if workload.HAS_LINKS:
@@ -464,7 +464,7 @@ def test_the_guard_deletes_exactly_the_content_attributes_and_the_sampler_keys_o
     app = make_app(processor=SimpleSpanProcessor(InMemorySpanExporter()))
 
     async def runs() -> list[bool]:
-        await workload.multi_agent_run(app.tracer_provider, "conv-keys")
+        await workload.multi_agent_run(app.tracer_provider, "conv-keys", openinference=True)
         return [
             await workload.outcome_run(app.tracer_provider, 0, fail=True),
             await workload.outcome_run(app.tracer_provider, 1, fail=True),

@@ -53,10 +53,12 @@ def _require_agent_tools() -> None:
     assert HAS_AGENT_TOOLS, "an agent used as a tool needs flowra >= 0.0.6"
 
 
-async def multi_agent_run(tracer_provider: TracerProvider, conversation_id: str) -> None:
+async def multi_agent_run(
+    tracer_provider: TracerProvider, conversation_id: str, *, openinference: bool = False
+) -> None:
     _require_agent_tools()
     registry = HookRegistry()
-    registry.add(OtelHooks(tracer_provider=tracer_provider, capture_content=True, openinference=True))
+    registry.add(OtelHooks(tracer_provider=tracer_provider, capture_content=True, openinference=openinference))
     registry.add(RedactionHooks())
     main = ScriptedProvider(
         [

@@ -58,7 +58,9 @@ def mask_secrets(event: Event[AfterToolCallEvent]) -> None:
     event.data.result = dataclasses.replace(result, content=blocks)
 
 
-async def multi_agent_run(tracer_provider: TracerProvider, conversation_id: str, *, redact: bool = True) -> None:
+async def multi_agent_run(
+    tracer_provider: TracerProvider, conversation_id: str, *, redact: bool = True, openinference: bool = False
+) -> None:
     main = ScriptedProvider(
         tool_calls_response(
             ("r1", "research", {"question": RESEARCH_QUESTION}), ("w1", "get_weather", {"city": "Paris"})
@@ -70,7 +72,7 @@ async def multi_agent_run(tracer_provider: TracerProvider, conversation_id: str,
         text_response(RESEARCH_ANSWER, tokens=(40, 6)),
     )
     runtime = research_runtime(main, researcher, lookup_customer, explode)
-    OtelHooks(tracer_provider=tracer_provider, capture_content=True, openinference=True).install(runtime)
+    OtelHooks(tracer_provider=tracer_provider, capture_content=True, openinference=openinference).install(runtime)
     if redact:
         runtime.hooks.on(AfterToolCallEvent, mask_secrets)
     result = await run_chat(runtime, QUESTION, conversation_id=conversation_id)
