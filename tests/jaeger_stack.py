@@ -391,3 +391,38 @@ def running(*processes: Process) -> Iterator[None]:
     finally:
         for process in reversed(processes):
             process.stop()
+
+
+@dataclass
+class TwoTierStack:
+    """Jaeger, two samplers (``collector-config.yaml``) and the gateway (``collector-gateway.yaml``,
+    its static resolver naming both samplers)."""
+
+    jaeger: Jaeger
+    samplers: list[Collector]
+    gateway: Collector
+
+
+@contextlib.contextmanager
+def two_tier_stack(otelcol: str, jaeger_binary: str, workdir: Path) -> Iterator[TwoTierStack]:
+    """The two-tier stack, all running (each process up before the block starts); every process is
+    stopped when the block ends, whatever happened."""
+    jaeger = Jaeger(jaeger_binary, workdir)
+    samplers = []
+    for index in range(2):
+        ports = CollectorPorts.free()
+        config = sampler_config(ports=ports, jaeger_grpc=jaeger.otlp_grpc, workdir=workdir / f"sampler{index}")
+        samplers.append(Collector(otelcol, f"sampler{index}", config, ports, workdir))
+    ports = CollectorPorts.free()
+    gateway = Collector(
+        otelcol,
+        "gateway",
+        gateway_config(ports=ports, samplers=[s.ports.grpc_endpoint for s in samplers]),
+        ports,
+        workdir,
+    )
+    with running(jaeger, *samplers, gateway):
+        jaeger.up()
+        for process in (*samplers, gateway):
+            process.up()
+        yield TwoTierStack(jaeger, samplers, gateway)

@@ -68,10 +68,10 @@ from tests.jaeger_stack import (
     Jaeger,
     component_type,
     exported_records,
-    gateway_config,
     rss_kib,
     running,
     sampler_config,
+    two_tier_stack,
     validate,
 )
 from tests.otlp_receiver import SpanRecord
@@ -512,25 +512,8 @@ class TwoTier:
 def two_tier(otelcol: str, jaeger_binary: str, tmp_path: Path) -> Iterator[TwoTier]:
     """Jaeger, two samplers (``collector-config.yaml``) and the gateway (``collector-gateway.yaml``,
     its static resolver naming both samplers), all running."""
-    jaeger = Jaeger(jaeger_binary, tmp_path)
-    samplers = []
-    for index in range(2):
-        ports = CollectorPorts.free()
-        config = sampler_config(ports=ports, jaeger_grpc=jaeger.otlp_grpc, workdir=tmp_path / f"sampler{index}")
-        samplers.append(Collector(otelcol, f"sampler{index}", config, ports, tmp_path))
-    ports = CollectorPorts.free()
-    gateway = Collector(
-        otelcol,
-        "gateway",
-        gateway_config(ports=ports, samplers=[s.ports.grpc_endpoint for s in samplers]),
-        ports,
-        tmp_path,
-    )
-    with running(jaeger, *samplers, gateway):
-        jaeger.up()
-        for process in (*samplers, gateway):
-            process.up()
-        yield TwoTier(jaeger, samplers, gateway)
+    with two_tier_stack(otelcol, jaeger_binary, tmp_path) as stack:
+        yield TwoTier(stack.jaeger, stack.samplers, stack.gateway)
 
 
 def failing(index: int) -> bool:

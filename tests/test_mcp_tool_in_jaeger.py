@@ -49,13 +49,10 @@ from tests.jaeger_stack import (
     JAEGER_ENV,
     OTELCOL_ENV,
     Collector,
-    CollectorPorts,
     Jaeger,
     decode_api_v3,
     exported_records,
-    gateway_config,
-    running,
-    sampler_config,
+    two_tier_stack,
 )
 from tests.otlp_receiver import SpanRecord
 
@@ -98,25 +95,8 @@ def stack(workload: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Ite
     jaeger_binary = require_executable(JAEGER_ENV, "Jaeger v2 built from infra/jaeger/go.mod")
     mcp_server_process.mcp_python()  # skip or fail before anything starts
     workdir = tmp_path_factory.mktemp("mcp-jaeger")
-    jaeger = Jaeger(jaeger_binary, workdir)
-    samplers = []
-    for index in range(2):
-        ports = CollectorPorts.free()
-        config = sampler_config(ports=ports, jaeger_grpc=jaeger.otlp_grpc, workdir=workdir / f"sampler{index}")
-        samplers.append(Collector(otelcol, f"sampler{index}", config, ports, workdir))
-    ports = CollectorPorts.free()
-    gateway = Collector(
-        otelcol,
-        "gateway",
-        gateway_config(ports=ports, samplers=[s.ports.grpc_endpoint for s in samplers]),
-        ports,
-        workdir,
-    )
-    with running(jaeger, *samplers, gateway):
-        jaeger.up()
-        for process in (*samplers, gateway):
-            process.up()
-        yield Stack(jaeger, samplers, gateway, workdir)
+    with two_tier_stack(otelcol, jaeger_binary, workdir) as two_tier:
+        yield Stack(two_tier.jaeger, two_tier.samplers, two_tier.gateway, workdir)
 
 
 @dataclass

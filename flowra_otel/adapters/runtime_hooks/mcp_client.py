@@ -379,8 +379,10 @@ def _settle(request: _Request, how: Callable[[Any], None], what: Any) -> None:
             span.end()  # every span we start ends, even when recording it failed
 
 
-async def _post(cls: Any, *args: Any, **kwargs: Any) -> Any:
-    original = _originals[_POST]
+async def _observed(name: str, answer_of: Callable[[Any], Any], cls: Any, args: Any, kwargs: Any) -> Any:
+    """flowra's request function ``name``, observed: its outcome recorded (``answer_of`` turns
+    what it returned into the ``(session id, response)`` pair the record reads)."""
+    original = _originals[name]
     request = _observe(args, kwargs)
     if request is None:
         return await original(cls, *args, **kwargs)
@@ -389,22 +391,16 @@ async def _post(cls: Any, *args: Any, **kwargs: Any) -> Any:
     except BaseException as exc:
         _settle(request, request.failed, exc)
         raise
-    _settle(request, request.answered, result)
+    _settle(request, request.answered, answer_of(result))
     return result
+
+
+async def _post(cls: Any, *args: Any, **kwargs: Any) -> Any:
+    return await _observed(_POST, lambda result: result, cls, args, kwargs)
 
 
 async def _notify(cls: Any, *args: Any, **kwargs: Any) -> Any:
-    original = _originals[_NOTIFY]
-    request = _observe(args, kwargs)
-    if request is None:
-        return await original(cls, *args, **kwargs)
-    try:
-        result = await original(cls, *args, **kwargs)
-    except BaseException as exc:
-        _settle(request, request.failed, exc)
-        raise
-    _settle(request, request.answered, (None, None))
-    return result
+    return await _observed(_NOTIFY, lambda _: (None, None), cls, args, kwargs)  # a notification: no answer
 
 
 async def _close(self: Any) -> Any:
