@@ -361,12 +361,10 @@ _TOOL_SPANS: weakref.WeakKeyDictionary[Any, McpSettings] = weakref.WeakKeyDictio
 call the MCP client makes under that span is measured and propagated by that instance's options."""
 
 
-def note_tool_span(
-    span: Span, instruments: McpInstruments | None, propagation: McpPropagation, tracer: Tracer | None = None
-) -> None:
+def note_tool_span(span: Span, settings: McpSettings) -> None:
     """Remember which options own ``span`` (an ``execute_tool`` span). Never raises."""
     with contextlib.suppress(TypeError):  # a span class that cannot be weakly referenced: untraced
-        _TOOL_SPANS[span] = McpSettings(instruments, propagation, tracer)
+        _TOOL_SPANS[span] = settings
 
 
 def settings_of(span: Span) -> McpSettings | None:

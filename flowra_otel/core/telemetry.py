@@ -27,7 +27,7 @@ from . import semconv
 from .content import DEFAULT_MAX_CONTENT_LENGTH, ContentPolicy, Redactor
 from .details_event import events_supported
 from .instruments import Instruments
-from .mcp_invocation import McpInstruments, McpPropagation
+from .mcp_invocation import McpInstruments, McpPropagation, McpSettings
 from .modes import ContentMode, content_mode_from_env, parse_content_mode, semconv_compat_from_env
 from .options import (
     NameOverride,
@@ -64,8 +64,10 @@ class Telemetry:
     """Where each model call's details event goes (content modes with events only)."""
     uploader: ContentUploader | None = None
     """Writes content to storage by reference (``content_upload``)."""
-    mcp: McpInstruments | None = None
-    """``mcp.client.*`` metrics of the MCP tool calls (docs/configuration.md, docs/semconv-mapping.md)."""
+    mcp: McpSettings | None = None
+    """What an MCP tool call under one of this instance's ``execute_tool`` spans is recorded and
+    propagated with: the ``mcp.client.*`` metrics, the propagation options, the tracer (built once:
+    every tool span points to it; docs/configuration.md, docs/semconv-mapping.md)."""
     global_tracer: bool = False
     """Spans go to the global tracer provider (no ``tracer_provider`` given): the first run checks
     that one is set up (``provider_check``)."""
@@ -161,7 +163,7 @@ class Telemetry:
             disabled,
             event_logger,
             uploader,
-            McpInstruments(meter, enabled=record_metrics),
+            McpSettings(McpInstruments(meter, enabled=record_metrics), options.mcp, tracer),
             global_tracer=tracer_provider is None,
         )
 

@@ -358,7 +358,8 @@ class RuntimeTracing:
             extra=extra,
         )
         agent.tool_announced(tool)
-        note_tool_span(tool.span, telemetry.mcp, telemetry.options.mcp, telemetry.tracer)  # its MCP calls: ours
+        if telemetry.mcp is not None:
+            note_tool_span(tool.span, telemetry.mcp)  # its MCP calls: ours
         return tool
 
     # ------------------------------------------------------------------ events, after every hook
