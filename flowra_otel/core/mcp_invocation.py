@@ -255,9 +255,7 @@ class McpToolCall:
                     self.span.set_attribute(RPC_RESPONSE_STATUS_CODE, attrs[RPC_RESPONSE_STATUS_CODE])
         instruments = self.instruments
         if instruments is not None and instruments.enabled:
-            attrs.pop(GEN_AI_TOOL_NAME, None)
             attrs[GEN_AI_OPERATION_NAME] = "execute_tool"
-            attrs[GEN_AI_TOOL_NAME] = self.attrs[GEN_AI_TOOL_NAME]
             instruments.operation_duration.record(time.perf_counter() - self.start, attrs)
 
 
