@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import time
@@ -40,7 +41,10 @@ nox.options.default_venv_backend = "uv"
 nox.options.reuse_venv = "yes"
 nox.options.download_python = "never"  # Pythons come from this machine (PATH, pyenv), never a download
 nox.options.error_on_external_run = True
-nox.options.sessions = ["lint", "types-0.0.93", "types-0.0.8", "tests-0.0.93", "tests-0.0.8"]
+# Sessions run side by side under --parallel (./dev test): each has its own venv and its own files;
+# the two that write .venv (dev, demo) and pytest-on (.venv-flowra-*) opt out.
+nox.options.allow_parallel = True
+# `nox` alone: lint, types and the two home releases' cells (default=True below).
 
 ROOT = Path(__file__).resolve().parent
 LOCK = ROOT / "requirements" / "dev.lock"
@@ -50,7 +54,7 @@ STATE_DIR = ROOT / ".nox" / "_state"
 LOCKED_FLOWRA = re.findall(r"^flowra==(\S+)$", LOCK.read_text(encoding="utf-8"), re.MULTILINE)[0]
 OLD_LINE_HOME = "0.0.8"
 
-# uv: never a Python download (GitHub), bytecode compiled at install as pip did (the tests start
+# uv: never a Python download, bytecode compiled at install as pip did (the tests start
 # hundreds of Pythons; PYTHONDONTWRITEBYTECODE, set on some machines, would otherwise make each
 # one compile every module it imports).
 os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
@@ -335,14 +339,34 @@ def pytest_args(default: Sequence[str], posargs: Sequence[str]) -> list[str]:
     return list(posargs) if paths else [*default, *posargs]
 
 
-def record(name: str, **fields: object) -> None:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+@dataclasses.dataclass
+class Clock:
+    """A session's wall time and the CPU time of the processes it ran (uv, pytest and whatever pytest
+    started and waited for): where the time goes, whatever else shares the machine."""
+
+    wall: float = dataclasses.field(default_factory=time.monotonic)
+    cpu: float = dataclasses.field(default_factory=_children_cpu)
+
+    def took(self) -> dict[str, int]:
+        return {"seconds": round(time.monotonic() - self.wall), "cpu_seconds": round(_children_cpu() - self.cpu)}
+
+
+def record(name: str, clock: Clock, **fields: object) -> None:
     """What ``./dev test``'s summary prints for one session (.dev-logs/results/NAME.json)."""
     folder = LOG_DIR / "results"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{name}.json").write_text(json.dumps({"session": name, **fields}) + "\n", encoding="utf-8")
+    entry = {"session": name, **fields, **clock.took()}
+    (folder / f"{name}.json").write_text(json.dumps(entry) + "\n", encoding="utf-8")
 
 
-def run_pytest(session: nox.Session, name: str, scope: str, args: Sequence[str], env: dict[str, str]) -> None:
+def run_pytest(
+    session: nox.Session, clock: Clock, name: str, scope: str, args: Sequence[str], env: dict[str, str]
+) -> None:
     """pytest in the session's venv; its result line (e.g. "878 passed, 2 xfailed") recorded for the summary."""
     LOG_DIR.mkdir(exist_ok=True)
     line_file = LOG_DIR / "results" / f"{name}.line"
@@ -351,7 +375,6 @@ def run_pytest(session: nox.Session, name: str, scope: str, args: Sequence[str],
     python = venv_python(session)
     what = label(python)
     session.log(f"pytest on {what}")
-    start = time.monotonic()
     verdict = "FAILED"
     try:
         session.run(
@@ -366,7 +389,7 @@ def run_pytest(session: nox.Session, name: str, scope: str, args: Sequence[str],
         verdict = "passed"
     finally:
         line = line_file.read_text(encoding="utf-8").strip() if line_file.exists() else "no pytest summary"
-        record(name, label=what, scope=scope, verdict=verdict, line=line, seconds=round(time.monotonic() - start))
+        record(name, clock, label=what, scope=scope, verdict=verdict, line=line)
 
 
 # ---- the real backends -----------------------------------------------------------------------------
@@ -426,12 +449,14 @@ def backend_env(session: nox.Session, cell: Cell) -> dict[str, str]:
 
 def _python_backend_session(backend: PythonBackend) -> None:
     def build(session: nox.Session) -> None:
+        clock = Clock()
         session.run_install("uv", "pip", "sync", "-q", backend.lock)
         path = Path(session.bin) / backend.executable
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         state = {"path": str(path), "lock": _digest(ROOT / backend.lock)}
         (STATE_DIR / f"backend-{backend.name}.json").write_text(json.dumps(state) + "\n", encoding="utf-8")
         session.log(f"{backend.variable}={path}")
+        record(session.name, clock, scope="backend", line=f"{backend.variable}={path}")
 
     build.__doc__ = f"The {backend.name} backend's venv, from {backend.lock} ({backend.variable})."
     nox.session(
@@ -469,9 +494,11 @@ def backends(session: nox.Session) -> None:
 # ---- the test cells --------------------------------------------------------------------------------
 def _cell_session(cell: Cell) -> None:
     def tests(session: nox.Session) -> None:
+        clock = Clock()
         sync(session, cell.flowra)
         default = () if cell.suite == "full" else ADAPTER_SUITE
-        run_pytest(session, cell.session, cell.suite, pytest_args(default, session.posargs), backend_env(session, cell))
+        args = pytest_args(default, session.posargs)
+        run_pytest(session, clock, cell.session, cell.suite, args, backend_env(session, cell))
 
     scope = "every test" if cell.suite == "full" else "the line's own tests and tests/both_lines"
     gets = f"; real backends: {', '.join(cell.backends)}" if cell.backends else ""
@@ -492,16 +519,14 @@ for _cell in sorted(MATRIX, key=lambda c: len(c.backends)):
     _cell_session(_cell)
 
 
-@nox.session(python=interpreter(SWEEP_PYTHON), tags=["matrix"], default=False)
 def sweep(session: nox.Session) -> None:
-    """The release sweep: every flowra 0.0.56 - 0.0.93 and the refused releases, in turn in one venv."""
+    clock = Clock()
     sync(session, LOCKED_FLOWRA)
     python = venv_python(session)
     releases = (*SWEEP, *SWEEP_REFUSED)
     log = LOG_DIR / "sweep.log"
     LOG_DIR.mkdir(exist_ok=True)
     failed: list[str] = []
-    start = time.monotonic()
     with log.open("w", encoding="utf-8") as out:
         for index, version in enumerate(releases, 1):
             began = time.monotonic()
@@ -525,12 +550,18 @@ def sweep(session: nox.Session) -> None:
             session.log(f"sweep {index}/{len(releases)} flowra {version} {verdict} ({time.monotonic() - began:.0f} s)")
             if code:
                 failed.append(version)
-    took = round(time.monotonic() - start)
     line = f"{len(releases)} releases passed" if not failed else f"FAILED on {' '.join(failed)} of {len(releases)}"
-    record("sweep", label=f"release sweep {SWEEP[0]} - {SWEEP[-1]} + refused", scope="sweep",
-           verdict="FAILED" if failed else "passed", line=line, seconds=took)  # fmt: skip
+    record("sweep", clock, label=f"release sweep {SWEEP[0]} - {SWEEP[-1]} + refused", scope="sweep",
+           verdict="FAILED" if failed else "passed", line=line)  # fmt: skip
     if failed:
         session.error(f"the release sweep failed on {' '.join(failed)} (log: {log})")
+
+
+sweep.__doc__ = (
+    f"The release sweep: every flowra {SWEEP[0]} - {SWEEP[-1]} and the refused releases"
+    f" ({', '.join(SWEEP_REFUSED)}), in turn in one venv."
+)
+nox.session(python=interpreter(SWEEP_PYTHON), tags=["matrix"], default=False)(sweep)
 
 
 def plain_venv(flowra: str) -> Path:
@@ -539,7 +570,7 @@ def plain_venv(flowra: str) -> Path:
     return ROOT / (".venv" if flowra == LOCKED_FLOWRA else f".venv-flowra-{flowra}")
 
 
-@nox.session(name="pytest-on", venv_backend="none", default=False)
+@nox.session(name="pytest-on", venv_backend="none", default=False, allow_parallel=False)
 def pytest_on(session: nox.Session) -> None:
     """pytest on any supported release, no backends: nox -s pytest-on -- 0.0.60 [pytest args] (./dev pytest-on)."""
     if not session.posargs or not re.fullmatch(r"\d+\.\d+\.\d+", session.posargs[0]):
@@ -565,6 +596,7 @@ def _drop_broken(session: nox.Session) -> None:
 
 def _bounds_session(kind: str, flowra: str) -> None:
     def bounds(session: nox.Session) -> None:
+        clock = Clock()
         sync(session, flowra)
         python = venv_python(session)
         tmp = Path(session.create_tmp())
@@ -584,7 +616,12 @@ def _bounds_session(kind: str, flowra: str) -> None:
         session.run("uv", "pip", "check")
         name = f"bounds-{kind}-{flowra}"
         run_pytest(
-            session, name, "bounds", ["-q", "-p", "no:cacheprovider", *BOUNDS_TESTS], {"FLOWRA_OTEL_BOUNDS": kind}
+            session,
+            clock,
+            name,
+            "bounds",
+            ["-q", "-p", "no:cacheprovider", *BOUNDS_TESTS],
+            {"FLOWRA_OTEL_BOUNDS": kind},
         )
 
     what = "the declared floors" if kind == "lowest" else "the newest OpenTelemetry on the index"
@@ -648,7 +685,7 @@ for _check in TYPE_CHECKS:
 
 
 # ---- the developer's environment, the demo, the benchmarks ----------------------------------------
-@nox.session(venv_backend="none", default=False)
+@nox.session(venv_backend="none", default=False, allow_parallel=False)
 def dev(session: nox.Session) -> None:
     """.venv (flowra 0.0.93) and .venv-flowra-0.0.8, for editors and the examples (``./dev setup``)."""
     for flowra in (LOCKED_FLOWRA, OLD_LINE_HOME):
@@ -656,7 +693,7 @@ def dev(session: nox.Session) -> None:
         ensure_plain_venv(session, plain_venv(flowra), cell.python if cell else "3.13", flowra)
 
 
-@nox.session(venv_backend="none", default=False)
+@nox.session(venv_backend="none", default=False, allow_parallel=False)
 def demo(session: nox.Session) -> None:
     """examples/quickstart.py in .venv: a real flowra agent run, its trace printed as a tree (``./dev demo``)."""
     python = ensure_plain_venv(session, plain_venv(LOCKED_FLOWRA), "3.13", LOCKED_FLOWRA)
@@ -699,7 +736,8 @@ def summary_lines(report: dict[str, list[dict[str, object]]]) -> list[str]:
         status = str(entry.get("result", "?"))
         verdict = "passed" if status == "success" else status.upper()
         duration = entry.get("duration")
-        took = f"({duration:.0f} s)" if isinstance(duration, (int, float)) else ""
+        took = f"({duration:.0f} s" if isinstance(duration, (int, float)) else "("
+        took += f", CPU {result['cpu_seconds']} s)" if "cpu_seconds" in result else ")"
         what = f"{name}: {result['label']}" if result.get("label") else name
         lines.append(f"{what:<48} {result.get('scope', '-'):<8} {verdict:<9} {result.get('line', '')} {took}")
     return lines
