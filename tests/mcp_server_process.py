@@ -1,5 +1,5 @@
 """The real MCP tool server (tests/mcp_tool_server.py) as a process for the end-to-end tests:
-started on a free loopback port in its own venv (``.venv-mcp``, requirements/mcp.lock), exporting
+started on a free loopback port in its own venv (``nox -s backend-mcp``, requirements/mcp.lock), exporting
 its spans by OTLP/HTTP to the endpoint the test gives, stopped when the test is done.
 
 Shared by the MCP trace tests and the backend read-backs (Jaeger, Phoenix) that show the server's

@@ -1,5 +1,5 @@
 """A real MCP tool server for the end-to-end MCP tests, run in its own process and venv
-(``.venv-mcp``, from requirements/mcp.lock: the ``mcp`` SDK, which flowra-otel never imports).
+(the ``backend-mcp`` session's, from requirements/mcp.lock: the ``mcp`` SDK, which flowra-otel never imports).
 
     python tests/mcp_tool_server.py PORT stateless|handshake
 
@@ -17,7 +17,7 @@ receiver), one batch at a time, flushed on every call so the test need not wait 
 """
 
 # mypy: disable-error-code="import-not-found,untyped-decorator"
-# (it runs in .venv-mcp; the project venv has neither mcp nor uvicorn)
+# (it runs in the backend-mcp venv; the project venv has neither mcp nor uvicorn)
 from __future__ import annotations
 
 import asyncio
