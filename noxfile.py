@@ -6,7 +6,7 @@
     nox -s tests-0.0.93 -- tests/test_x.py  a path there replaces it
     nox -t check                            ruff and mypy (``./dev check``)
     nox -s backends tests-0.0.93            the cell with every real backend built first
-    nox --parallel 2 -t matrix              what ``./dev test`` runs (it also builds the Go backends meanwhile)
+    nox --parallel 3 -t matrix              what ``./dev test`` runs (it also builds the Go backends meanwhile)
 
 uv makes every environment from ``requirements/`` (``uv pip sync``: exactly the lock, with the cell's
 flowra and this package editable) and nox keeps them between runs, so a second run only checks the
@@ -517,11 +517,6 @@ def _cell_session(cell: Cell) -> None:
     )(tests)
 
 
-# the cells without backends first (the Go backends build meanwhile), the home releases last
-for _cell in sorted(MATRIX, key=lambda c: len(c.backends)):
-    _cell_session(_cell)
-
-
 def sweep(session: nox.Session) -> None:
     clock = Clock()
     sync(session, LOCKED_FLOWRA)
@@ -564,7 +559,25 @@ sweep.__doc__ = (
     f"The release sweep: every flowra {SWEEP[0]} - {SWEEP[-1]} and the refused releases"
     f" ({', '.join(SWEEP_REFUSED)}), in turn in one venv."
 )
+
+
+def _start_order(cell: Cell) -> int:
+    """When ./dev test starts a cell (nox --parallel takes the sessions in the order they are made):
+    the full suites without a backend first, while the Go backends build; then the cells that get
+    them (the longest runs; they wait for that build); the era boundaries after the sweep, and the
+    bounds last (short: they fill the end)."""
+    if any(isinstance(BACKENDS[name], GoBackend) for name in cell.backends):
+        return 1
+    return 0 if cell.suite == "full" else 2
+
+
+for _cell in sorted(MATRIX, key=_start_order):
+    if _start_order(_cell) < 2:
+        _cell_session(_cell)
 nox.session(python=interpreter(SWEEP_PYTHON), tags=["matrix"], default=False)(sweep)
+for _cell in sorted(MATRIX, key=_start_order):
+    if _start_order(_cell) == 2:
+        _cell_session(_cell)
 
 
 def plain_venv(flowra: str) -> Path:
@@ -628,7 +641,7 @@ def _bounds_session(kind: str, flowra: str) -> None:
         )
 
     what = "the declared floors" if kind == "lowest" else "the newest OpenTelemetry on the index"
-    bounds.__doc__ = f"{what.capitalize()} beside flowra {flowra}: imports, traced runs, OTLP export."
+    bounds.__doc__ = f"{what[0].upper()}{what[1:]} beside flowra {flowra}: imports, traced runs, OTLP export."
     cell = cell_of(flowra)
     minor = "3.12" if kind == "lowest" or cell is None else cell.python
     nox.session(name=f"bounds-{kind}-{flowra}", python=interpreter(minor), tags=["bounds", "matrix"],
