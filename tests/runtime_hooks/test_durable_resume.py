@@ -192,7 +192,7 @@ async def test_a_run_that_died_in_a_tool_resumes_linked_to_its_trace(
     # What the plugin kept for the next process: in the storage's ephemeral state, under its
     # run's key, never in the persistent state (which outlives the run).
     assert_kept_link(await kept_link(tmp_path), paused_root, "conv-42")
-    if hasattr(storage(tmp_path), "scope_keys"):  # listing the persistent keys: not on 0.0.56 - 0.0.70
+    if hasattr(storage(tmp_path), "scope_keys"):  # listing the persistent keys: not on 0.0.49 - 0.0.70
         assert [k for k in await storage(tmp_path).scope_keys() if k.startswith(KEY_PREFIX.rstrip("."))] == []
 
     runtime = traced(

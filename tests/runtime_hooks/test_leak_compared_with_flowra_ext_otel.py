@@ -2,10 +2,10 @@
 
 One run, both tracers installed on the same runtime with content capture on: flowra's
 ``flowra.ext.otel`` (``OTEL_TRACING.install(runtime, capture_content=True)`` on every release
-0.0.56 - 0.0.93, which takes its tracer from the global tracer provider) and ``OtelHooks``.
+0.0.47 - 0.0.93, which takes its tracer from the global tracer provider) and ``OtelHooks``.
 ``./dev test`` runs it on one release of each era at least (the era boundaries' modern suite:
-0.0.56 and 0.0.67, the tool span inside the tool-call agent's step; 0.0.57, a list result; 0.0.68 -
-0.0.85, a text result; 0.0.86 - 0.0.93, result blocks). An ``AfterToolCallEvent`` hook
+0.0.47, 0.0.49, 0.0.55, 0.0.56 and 0.0.67, the tool span inside the tool-call agent's step; 0.0.57,
+a list result; 0.0.68 - 0.0.85, a text result; 0.0.86 - 0.0.93, result blocks). An ``AfterToolCallEvent`` hook
 registered on ``runtime.hooks`` masks the SSN and card number in ``lookup_customer``'s record
 before the model sees it. flowra's ``execute_tool`` span carries the record as the tool
 returned it (``ToolCallSpan.result``, read when the tool-call agent ends, before the hook runs);
