@@ -8,10 +8,11 @@ itself, and a test that needs a feature skips with the reason where the release 
 ``LLMConfig.provider`` is 0.0.56+ (``PROVIDER_IN_CONFIG``; the provider is a service before,
 which ``chat_runtime`` and the other builders give), a spec holds messages from 0.0.48
 (``SPEC_MESSAGES``; ``chat_spec`` / ``turn_spec`` build one on every release), hooks scoped to an
-agent follow the call stack and survive ``run()`` from 0.0.56 (``CALL_STACK_SCOPES``), a durable
-storage keeps ephemeral state from 0.0.49 (``EPHEMERAL_STATE``), ``ToolResultBlock.content`` is text before 0.0.86 and
-0.0.57's ``AfterToolCallEvent.result`` a list of blocks (``result_text``, ``replace_result_text``),
-``LLMResponse.model`` is 0.0.82+ (``HAS_RESPONSE_MODEL``), typed ``LLMError`` 0.0.83+
+agent follow the call stack and survive ``run()`` from 0.0.56 (``CALL_STACK_SCOPES``,
+``scoped_hook``), a durable storage keeps ephemeral state from 0.0.49 (``EPHEMERAL_STATE``),
+``ToolResultBlock.content`` is text before 0.0.86 and 0.0.57's ``AfterToolCallEvent.result`` a
+list of blocks (``result_text``, ``replace_result_text``), ``LLMResponse.model`` is 0.0.82+
+(``HAS_RESPONSE_MODEL``), typed ``LLMError`` 0.0.83+
 (``HAS_LLM_ERRORS``), ``LLMCaller`` and fallback 0.0.84+ (``HAS_LLM_CALLER``), 0.0.89 let a tool
 answer with blocks (``HAS_TOOL_BLOCKS``), 0.0.92 added ``BeforeToolCallsEvent``
 (``HAS_CALLS_EVENT``), 0.0.93 ``TurnConfig.render`` (``HAS_RENDER``).
@@ -71,7 +72,7 @@ SPEC_MESSAGES = "messages" in ChatSpec.__dataclass_fields__
 """0.0.48+: a ``ChatSpec`` / ``TurnSpec`` holds messages (``.text(...)``); 0.0.47's holds one
 ``user_message`` string, and its ``StartTurnEvent`` has only ``context`` (the input is
 ``UserMessageEvent``'s)."""
-INPUT_EVENT: Any = turn_events.StartTurnEvent if SPEC_MESSAGES else getattr(turn_events, "UserMessageEvent")  # noqa: B009
+INPUT_EVENT: Any = turn_events.StartTurnEvent if SPEC_MESSAGES else vars(turn_events)["UserMessageEvent"]
 """The event whose ``messages`` a hook rewrites to change a turn's input (0.0.47: ``UserMessageEvent``)."""
 METADATA_EVENT_TYPES: tuple[type, ...] = tuple(
     t
