@@ -13,11 +13,15 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests import examples_run
+from tests.runtime_hooks.scenarios import EXAMPLES_SKIP
 from tests.runtime_hooks.support import HAS_RESULT_BLOCKS, requires
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
+pytestmark = pytest.mark.skipif(EXAMPLES_SKIP is not None, reason=EXAMPLES_SKIP or "")
 
 
 def run_example(name: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -48,6 +48,7 @@ from tests.otlp_receiver import OtlpReceiver, SpanRecord
 from tests.runtime_hooks.support import (
     ScriptedProvider,
     llm_config,
+    provider_services,
     run_turn,
     system,
     text_response,
@@ -118,7 +119,7 @@ async def connected(url: str) -> AsyncIterator[Any]:
 def mcp_runtime(provider: ScriptedProvider, connection: Any) -> AgentRuntime:
     """A ``TurnAgent`` whose tools are the MCP server's (flowra's ``snapshot()`` registry)."""
     turn = TurnConfig(llm_config=llm_config(provider), system=system(), history=[], tools=connection.snapshot())
-    return AgentRuntime(agents={"assistant": TurnAgent}, services={TurnConfig: turn})
+    return AgentRuntime(agents={"assistant": TurnAgent}, services={TurnConfig: turn, **provider_services(provider)})
 
 
 def forecast_script(tool: str = "forecast") -> ScriptedProvider:

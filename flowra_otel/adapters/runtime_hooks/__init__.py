@@ -1,4 +1,4 @@
-"""The adapter for flowra 0.0.56 - 0.0.93: ``runtime.hooks`` with ``on`` / ``on_span``.
+"""The adapter for flowra 0.0.47 - 0.0.93: ``runtime.hooks`` with ``on`` / ``on_span``.
 
 ``tracing`` turns flowra's span types (``AgentSpan``, ``LLMCallSpan``, ``ToolCallSpan``) and the
 turn's events into the core's invocation objects; ``frames`` is what follows flowra's execution

@@ -1,4 +1,4 @@
-"""``RuntimeHooksAdapter``: the flowra 0.0.56 - 0.0.93 side of ``OtelHooks``.
+"""``RuntimeHooksAdapter``: the flowra 0.0.47 - 0.0.93 side of ``OtelHooks``.
 
     OtelHooks().install(runtime)
 
@@ -20,7 +20,7 @@ from .tracing import RuntimeTracing
 
 
 class RuntimeHooksAdapter:
-    """Turns every flowra 0.0.56 - 0.0.93 agent run of the runtimes it is installed on into GenAI
+    """Turns every flowra 0.0.47 - 0.0.93 agent run of the runtimes it is installed on into GenAI
     spans and metrics. Built by ``flowra_otel.OtelHooks`` (whose docstring lists the options) or by
     the zero-code instrumentor."""
 
@@ -38,7 +38,7 @@ class RuntimeHooksAdapter:
         """Trace every agent run of ``runtime``.
 
         Raises:
-            TypeError: ``runtime`` is not a flowra 0.0.56 - 0.0.93 ``AgentRuntime``.
+            TypeError: ``runtime`` is not a flowra 0.0.47 - 0.0.93 ``AgentRuntime``.
             ValueError: another ``OtelHooks`` (not the zero-code one) already traces it.
         """
         _flowra.check(runtime)
@@ -62,8 +62,8 @@ class RuntimeHooksAdapter:
 
 def tracings_of(runtime: Any) -> list[RuntimeTracing]:
     """The tracings subscribed to ``runtime`` (by their agent-span handler)."""
-    subscriptions = runtime.hooks._root._spans.global_subscriptions.get(_flowra.AgentSpan, ())
-    return [owner for s in subscriptions if isinstance(owner := getattr(s.handler, "__self__", None), RuntimeTracing)]
+    handlers = _flowra.global_handlers(runtime.hooks, _flowra.AgentSpan, spans=True)
+    return [owner for h in handlers if isinstance(owner := getattr(h, "__self__", None), RuntimeTracing)]
 
 
 emit_patch.MARKERS.add(RuntimeTracing.on_event)

@@ -1,4 +1,4 @@
-"""Zero-code instrumentation for flowra 0.0.56 - 0.0.93: ``opentelemetry-instrument python app.py``.
+"""Zero-code instrumentation for flowra 0.0.47 - 0.0.93: ``opentelemetry-instrument python app.py``.
 
 The ``opentelemetry_instrumentor`` entry point ``flowra`` names ``flowra_otel.instrumentor``'s
 `FlowraInstrumentor`, which is this class on these releases; in code::
@@ -77,7 +77,7 @@ from ...core.safety import internal_error
 
 logger = logging.getLogger("flowra_otel")
 
-_INSTRUMENTS: Final = ("flowra >= 0.0.56, <= 0.0.93",)
+_INSTRUMENTS: Final = ("flowra >= 0.0.47, <= 0.0.93",)
 _INIT: Final = "__init__"
 
 _lock = threading.Lock()

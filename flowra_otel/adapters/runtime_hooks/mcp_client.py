@@ -26,10 +26,10 @@ span of an ``OtelHooks`` (the app calling ``call_tool`` itself) goes through unt
 send then is the app's own choice.
 
 Flowra facts, read once here (this module is the only one that touches the MCP client):
-``call_tool`` takes ``meta`` (``params._meta``) from 0.0.79; before that (0.0.56 - 0.0.78) the
+``call_tool`` takes ``meta`` (``params._meta``) from 0.0.79; before that (0.0.47 - 0.0.78) the
 client has no way to send ``_meta``, so those calls get the attributes and the metric but carry
 no context. The request functions' third argument is the session: its id (a string or None) on
-0.0.56 - 0.0.76, which speak only the handshake era, and an ``McpSession`` (era, protocol
+0.0.47 - 0.0.76, which speak only the handshake era, and an ``McpSession`` (era, protocol
 version, session id) from 0.0.77, which added the stateless era.
 """
 
@@ -88,7 +88,7 @@ def _takes_meta() -> bool:
 
 
 _REQUEST_SHAPES: Final[dict[str, list[str | None]]] = {
-    # the leading parameters read by position (None: any name; the session was ``session_id`` on 0.0.56 - 0.0.76)
+    # the leading parameters read by position (None: any name; the session was ``session_id`` on 0.0.47 - 0.0.76)
     _POST: ["cls", "client", "url", None, "method", "params"],
     _NOTIFY: ["cls", "client", "url", None, "method"],
 }
@@ -121,7 +121,7 @@ def requests_shape_missing() -> list[str]:
 
 
 HAS_MCP_CLIENT: Final = _McpConnection is not None
-"""flowra ships ``flowra.tools.mcp_connection.McpConnection`` (0.0.56 and later)."""
+"""flowra ships ``flowra.tools.mcp_connection.McpConnection`` (0.0.47 and later)."""
 CALL_TAKES_META: Final = _takes_meta()
 """``call_tool(..., meta=)`` puts ``meta`` into ``params._meta`` (0.0.79 and later)."""
 REQUESTS_OBSERVABLE: Final = HAS_MCP_CLIENT and not requests_shape_missing()
@@ -140,7 +140,7 @@ class _ClientState:
     def __init__(self) -> None:
         self.session: McpSessionClock | None = None
         self.failure: str | None = None  # the last request failure: what ends a session a reconnect replaces
-        self.version: str | None = None  # negotiated by the last initialize (0.0.56 - 0.0.76 keep it nowhere)
+        self.version: str | None = None  # negotiated by the last initialize (0.0.47 - 0.0.76 keep it nowhere)
 
 
 def _state_of(client: Any) -> _ClientState | None:
@@ -176,7 +176,7 @@ def _server_of(connection: Any) -> McpServer:
 
 def _session_arg(session: Any) -> tuple[str | None, str | None]:
     """(protocol version, session id) of the request functions' session argument."""
-    if session is None or isinstance(session, str):  # 0.0.56 - 0.0.76: the session id itself
+    if session is None or isinstance(session, str):  # 0.0.47 - 0.0.76: the session id itself
         return None, session or None
     version = getattr(session, "protocol_version", None)
     session_id = getattr(session, "session_id", None)
