@@ -18,42 +18,26 @@ requirements/mcp.lock); skipped without it on a developer machine, failed in CI 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sys
 import time
-from collections.abc import AsyncIterator
 from typing import Any, Final
 
 import pytest
-from flowra.agent import AgentRuntime
-from flowra.lib.turn import TurnAgent, TurnConfig
 from flowra.tools import mcp_connection
 from opentelemetry import baggage
 from opentelemetry import context as otel_context
-from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader, PeriodicExportingMetricReader
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from flowra_otel import OtelHooks
 from flowra_otel.adapters.runtime_hooks import mcp_client
 from tests import mcp_server_process
-from tests.conftest import SpanLedger
 from tests.mcp_server_process import mcp_server
 from tests.otlp_receiver import OtlpReceiver, SpanRecord
+from tests.runtime_hooks.mcp_agent_side import Telemetry, connected, mcp_runtime, wait_for_named
 from tests.runtime_hooks.support import (
     ScriptedProvider,
-    llm_config,
     run_turn,
-    system,
     text_response,
     tool_calls_response,
 )
-from tests.semconv_conformance import check_metrics, check_spans
 
 needs_meta = pytest.mark.skipif(not mcp_client.CALL_TAKES_META, reason="this flowra's MCP client sends no _meta")
 
@@ -73,66 +57,8 @@ def mcp_python() -> str:
     return mcp_server_process.mcp_python()
 
 
-class Telemetry:
-    """The agent side's real SDK and OTLP/HTTP exporters, to the test's receiver."""
-
-    def __init__(self, rx: OtlpReceiver) -> None:
-        self.tracer_provider = TracerProvider(resource=Resource.create({"service.name": "agent"}))
-        self.tracer_provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=rx.http_traces_endpoint)))
-        reader = PeriodicExportingMetricReader(
-            OTLPMetricExporter(endpoint=rx.http_metrics_endpoint), export_interval_millis=3_600_000
-        )
-        self.memory = InMemorySpanExporter()  # the same spans, for the conformance checker
-        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.memory))
-        self.ledger = SpanLedger()  # every span that started, ended or not
-        self.tracer_provider.add_span_processor(self.ledger)
-        self.metrics = InMemoryMetricReader()
-        self.meter_provider = MeterProvider(metric_readers=[reader, self.metrics])
-
-    def conformance_problems(self) -> list[str]:
-        return check_spans(self.memory.get_finished_spans()) + check_metrics(self.metrics.get_metrics_data())
-
-    def hooks(self, **options: Any) -> OtelHooks:
-        return OtelHooks(tracer_provider=self.tracer_provider, meter_provider=self.meter_provider, **options)
-
-    def flush(self) -> None:
-        assert self.tracer_provider.force_flush(10_000)
-        assert self.meter_provider.force_flush(10_000)
-
-    def shutdown(self) -> None:
-        self.tracer_provider.shutdown()
-        self.meter_provider.shutdown()
-
-
-@contextlib.asynccontextmanager
-async def connected(url: str) -> AsyncIterator[Any]:
-    from flowra.tools import McpConnection
-
-    connection = await McpConnection.connect(url)
-    try:
-        yield connection
-    finally:
-        await connection.close()
-
-
-def mcp_runtime(provider: ScriptedProvider, connection: Any) -> AgentRuntime:
-    """A ``TurnAgent`` whose tools are the MCP server's (flowra's ``snapshot()`` registry)."""
-    turn = TurnConfig(llm_config=llm_config(provider), system=system(), history=[], tools=connection.snapshot())
-    return AgentRuntime(agents={"assistant": TurnAgent}, services={TurnConfig: turn})
-
-
 def forecast_script(tool: str = "forecast") -> ScriptedProvider:
     return ScriptedProvider(tool_calls_response(("call-1", tool, {"city": SECRET})), text_response("It is sunny."))
-
-
-def wait_for_named(rx: OtlpReceiver, name: str, timeout: float = 15.0) -> list[SpanRecord]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = [s for s in rx.spans() if s.name == name]
-        if found:
-            return found
-        time.sleep(0.05)
-    pytest.fail(f"no span {name!r} arrived; got {sorted({s.name for s in rx.spans()})}")
 
 
 async def run_agent(url: str, telemetry: Telemetry | None, tool: str = "forecast", **options: Any) -> Any:
@@ -182,6 +108,9 @@ async def test_one_trace_from_the_agent_through_the_mcp_server(mcp_python: str, 
         "progressToken",
     }
     assert tool_span.attributes["request.meta.baggage"] == "tenant=acme"
+    # and the same context in the HTTP headers, once (for servers whose HTTP span comes first)
+    (header,) = tuple(tool_span.attributes["request.header.traceparent"])  # type: ignore[arg-type]
+    assert str(header).split("-")[1:3] == [execute.trace_id, execute.span_id]
     assert SECRET not in repr(tool_span.attributes)
     assert execute.parent_span_id is not None
     # the MCP attributes, on execute_tool (the page: no separate client span under an outer one)
