@@ -22,8 +22,10 @@ developer machine, failed in CI.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import hashlib
+import json
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -31,9 +33,11 @@ from typing import Any, Final
 
 import pytest
 from flowra.tools import mcp_connection
+from google.protobuf import json_format
 from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
 
 from flowra_otel.adapters.runtime_hooks import mcp_client
+from flowra_otel.core import audit
 from tests import mcp_server_process
 from tests.otlp_receiver import OtlpReceiver, SpanRecord
 from tests.runtime_hooks.mcp_agent_side import Telemetry, connected, mcp_runtime, wait_for_spans
@@ -225,3 +229,40 @@ async def test_without_context_the_server_keeps_a_trace_of_its_own(
     first = call.named("POST /mcp")[0] if server.kind.http_span else the_tools_call(call)
     assert first.is_root
     assert call.path_up(call.tool)[-1] == first.name
+
+
+def traces_file(server: RunningServer, call: Call, path: Path) -> Path:
+    """What the receiver got of ``call``'s traces (the agent's and the server's), as the Collector's
+    file exporter writes it: one OTLP JSON ``ExportTraceServiceRequest`` per line."""
+    wanted = {call.execute.trace_id, call.tool.trace_id}
+    with path.open("w", encoding="utf-8") as out:
+        for received in server.rx.trace_requests:
+            document = json_format.MessageToDict(received.request)
+            for resource in document.get("resourceSpans", []):
+                for scope in resource.get("scopeSpans", []):
+                    scope["spans"] = [s for s in scope.get("spans", []) if base64_hex(s["traceId"]) in wanted]
+            out.write(json.dumps(document) + "\n")
+    return path
+
+
+def base64_hex(value: str) -> str:
+    return base64.b64decode(value).hex()
+
+
+@pytest.mark.parametrize("httpx", [False, True], ids=["plain-client", "httpx-instrumented-client"])
+async def test_the_audit_counts_one_tool_call_per_mcp_call(server: RunningServer, httpx: bool, tmp_path: Path) -> None:
+    """``flowra-otel audit`` over both sides' spans: one MCP call is one tool call (the agent's
+    ``execute_tool``); the server's ``tools/call`` span is reported apart, with the tool call it
+    continues (none where no context reached the server)."""
+    call = await call_forecast(server, httpx=httpx)
+    path = traces_file(server, call, tmp_path / "spans.jsonl")
+    report = audit.audit_file(path, builtin_patterns=False)
+    assert [c.tool_name for c in report.tool_calls] == ["forecast"]
+    assert report.tool_calls[0].span_id == call.execute.span_id
+    (served,) = report.mcp_server_calls
+    assert served.tool_name == "forecast"
+    assert served.span_id == the_tools_call(call).span_id
+    assert served.continues == (call.execute.span_id if mcp_client.CALL_TAKES_META else None)
+    text = audit.render_text(report)
+    assert "tool calls: 1\n" in text and "MCP server spans: 1 " in text
+    assert json.loads(audit.render_json(report))["mcp_server_calls"][0]["continues"] == served.continues
