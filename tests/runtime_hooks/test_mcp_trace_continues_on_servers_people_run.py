@@ -33,7 +33,7 @@ from typing import Any, Final
 
 import pytest
 from flowra.tools import mcp_connection
-from google.protobuf import json_format
+from google.protobuf import json_format  # type: ignore[import-untyped]
 from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
 
 from flowra_otel.adapters.runtime_hooks import mcp_client
