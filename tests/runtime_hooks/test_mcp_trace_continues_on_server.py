@@ -23,6 +23,7 @@ import time
 from typing import Any, Final
 
 import pytest
+from flowra.lib.turn import TurnAgent, TurnSpec
 from flowra.tools import mcp_connection
 from opentelemetry import baggage
 from opentelemetry import context as otel_context
@@ -455,3 +456,32 @@ async def test_a_cancelled_call_ends_every_span(
 
 def test_the_server_script_is_not_imported_by_the_suite() -> None:
     assert "mcp" not in sys.modules or not hasattr(sys.modules["mcp"], "server")
+
+
+async def test_a_runtime_timeout_in_a_call_is_the_timeout(mcp_python: str, tmp_path: Any, monkeypatch: Any) -> None:
+    """The run's own timeout expires while the server runs the ``slow`` tool: the caller gets
+    ``TimeoutError``, and the call's span and its ``mcp.client.operation.duration`` say
+    ``TimeoutError`` too, not the cancellation by which flowra stops the run (the paired check:
+    the test above cancels the run itself, and that reads as a cancellation)."""
+    monkeypatch.setenv("MCP_TEST_MARKER_DIR", str(tmp_path))
+    with OtlpReceiver() as rx, mcp_server(mcp_python, DEFAULT_ERA, rx.http_traces_endpoint) as url:
+        telemetry = Telemetry(rx)
+        try:
+            async with connected(url) as connection:
+                runtime = mcp_runtime(forecast_script("slow"), connection)
+                telemetry.hooks().install(runtime)
+                with pytest.raises(TimeoutError):
+                    await runtime.run(agent=TurnAgent, spec=TurnSpec.text("What is the weather?"), timeout=2.0)
+            telemetry.flush()
+            points = rx.wait_for_metric_points("mcp.client.operation.duration")
+            assert telemetry.ledger.open_spans() == []
+        finally:
+            telemetry.shutdown()
+    spans = agent_spans(rx)
+    (execute,) = [s for s in spans if s.name == "execute_tool slow"]
+    assert execute.attributes["error.type"] == "TimeoutError"
+    assert execute.attributes["flowra.end_reason"] == "timed_out"
+    (invoke,) = [s for s in spans if s.name.startswith("invoke_agent")]
+    assert invoke.attributes["error.type"] == "TimeoutError"
+    (point,) = [p for p in points if p.attributes.get("gen_ai.tool.name") == "slow"]
+    assert point.attributes["error.type"] == "TimeoutError"

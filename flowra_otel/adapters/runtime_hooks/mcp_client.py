@@ -63,6 +63,7 @@ from ...core.mcp_invocation import (
     trace_fields,
 )
 from ...core.safety import internal_error
+from . import run_timeout
 
 logger = logging.getLogger("flowra_otel")
 
@@ -224,7 +225,7 @@ async def _call_tool(self: Any, name: Any, arguments: Any = None, **kwargs: Any)
     try:
         result = await original(self, name, arguments, **sent)
     except BaseException as exc:
-        _finish(call, error=exc)
+        _finish(call, error=run_timeout.as_timeout(exc))  # the run's timeout, not a bare cancellation
         raise
     finally:
         _CALL.reset(token)
