@@ -6,7 +6,7 @@
 flowra and this package installed works too. The ``python3`` on many machines is older and has no
 flowra: plain ``python ...`` fails there.)
 
-(flowra 0.0.86 - 0.0.93; ``examples/hook_registry/otlp_export.py`` is the same for 0.0.3 - 0.0.8.)
+(flowra 0.0.56 - 0.0.93; ``examples/hook_registry/otlp_export.py`` is the same for 0.0.3 - 0.0.8.)
 ``configure_telemetry()`` reads the same ``OTEL_*`` variables as every OpenTelemetry SDK, so the
 code below never changes between a laptop and production:
 

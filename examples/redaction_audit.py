@@ -6,7 +6,7 @@
 flowra and this package installed works too. The ``python3`` on many machines is older and has no
 flowra: plain ``python ...`` fails there.)
 
-(flowra 0.0.86 - 0.0.93; ``examples/hook_registry/redaction_audit.py`` is the same for 0.0.3 - 0.0.8.)
+(flowra 0.0.56 - 0.0.93; ``examples/hook_registry/redaction_audit.py`` is the same for 0.0.3 - 0.0.8.)
 A ``lookup_customer`` tool returns a record holding an API key and an e-mail address. With
 content capture on (``OtelHooks(capture_content=True)``), tool results and messages are recorded
 on spans, so the app's flowra hook on ``AfterToolCallEvent`` scrubs the result first. The plugin
