@@ -52,6 +52,7 @@ from flowra.tools import ToolRegistry, tool
 from flowra_otel import OtelHooks
 from flowra_otel.core.audit import audit_file, render_text
 from flowra_otel.export import configure_telemetry
+from flowra_otel.redaction import map_result_text
 
 API_KEY = "sk-proj-" + "Zx81Qa" * 5
 EMAIL = "alice@example.com"
@@ -94,16 +95,12 @@ async def lookup_customer(params: CustomerQuery) -> str:
 
 
 def scrub_customer_record(event: Event[AfterToolCallEvent]) -> None:
-    """The application's redaction hook: no key or address leaves a tool result."""
-    result = event.data.result
-    blocks = [
-        dataclasses.replace(b, text=b.text.replace(API_KEY, "[api key removed]").replace(EMAIL, "[email removed]"))
-        if isinstance(b, TextBlock)
-        else b
-        for b in result.content
-    ]
-    if blocks != list(result.content):
-        event.data.result = dataclasses.replace(result, content=blocks)
+    """The application's redaction hook: no key or address leaves a tool result. ``map_result_text``
+    applies the scrub to every text of the result, whatever shape the release gives it (text
+    before 0.0.86, content blocks after, 0.0.57's list)."""
+    event.data.result = map_result_text(
+        event.data.result, lambda text: text.replace(API_KEY, "[api key removed]").replace(EMAIL, "[email removed]")
+    )
 
 
 # --------------------------------------------------------------------------------- one run
