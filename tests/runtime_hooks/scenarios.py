@@ -33,6 +33,7 @@ from openai import AsyncOpenAI
 from flowra_otel import OtelHooks
 from flowra_otel.adapters.runtime_hooks.messages import MESSAGES as _MESSAGES
 from flowra_otel.core.content import MessageReader
+from flowra_otel.redaction import map_result_text
 from tests.both_lines.line import ToolRun
 from tests.runtime_hooks import conftest as line_conftest
 from tests.runtime_hooks import support
@@ -47,7 +48,6 @@ from tests.runtime_hooks.support import (
     lookup_customer,
     provider_services,
     registry,
-    replace_result_text,
     research_runtime,
     run_chat,
     run_turn,
@@ -213,8 +213,9 @@ async def customer_run(
         masking = mask
 
         def masked_result(event: Event[AfterToolCallEvent]) -> None:
-            """The app's own redaction hook: it rewrites the tool result flowra hands on."""
-            event.data.result = replace_result_text(event.data.result, masking)
+            """The app's own redaction hook: it rewrites the tool result flowra hands on, the way
+            docs/redaction.md writes one (``map_result_text``)."""
+            event.data.result = map_result_text(event.data.result, masking)
 
         runtime.hooks.on(AfterToolCallEvent, masked_result)
     otel.install(runtime)

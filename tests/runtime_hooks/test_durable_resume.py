@@ -129,19 +129,19 @@ CHECKPOINT_CALL = tool_calls_response(("c1", "checkpoint", {"city": "Rome"}))
 async def die_in_a_run(scenario: str, base: str) -> None:
     """The process that dies. ``tool``: the chat's own tool call; ``sub_agent``: the research
     agent's tool call, while the chat's ``research`` call waits for it; ``after_alice*``: a run
-    with conversation ``alice-conv`` completes, then a run with none dies in its tool."""
+    with conversation ``alice-conv`` (user ``alice``) completes, then a run with neither dies in its tool."""
     tracer_provider = TracerProvider()
     tracer_provider.add_span_processor(Announce())
     hooks = OtelHooks(tracer_provider=tracer_provider)
     if scenario == "tool":
         runtime = durable_runtime(base, sub_agent=False, crash=True, main=[CHECKPOINT_CALL], researcher=[])
         hooks.install(runtime)
-        await run_chat(runtime, "Save my work", conversation_id="conv-42")
+        await run_chat(runtime, "Save my work", conversation_id="conv-42", user_id="u-42")
     elif scenario == "sub_agent":
         main = [tool_calls_response(("r1", "research", {"question": "Why?"}))]
         runtime = durable_runtime(base, sub_agent=True, crash=True, main=main, researcher=[CHECKPOINT_CALL])
         hooks.install(runtime)
-        await run_chat(runtime, "Research and save", conversation_id="conv-42")
+        await run_chat(runtime, "Research and save", conversation_id="conv-42", user_id="u-42")
     else:
         store = ONE_KEY_STORES.get(scenario.removeprefix("after_alice:"))
         if store is not None:
@@ -149,7 +149,7 @@ async def die_in_a_run(scenario: str, base: str) -> None:
         main = [text_response("Hello Alice."), CHECKPOINT_CALL]
         runtime = durable_runtime(base, sub_agent=False, crash=True, main=main, researcher=[])
         hooks.install(runtime)
-        await run_chat(runtime, "I am Alice", conversation_id="alice-conv")
+        await run_chat(runtime, "I am Alice", conversation_id="alice-conv", user_id="alice")
         print(json.dumps({"event": "first run completed"}), flush=True)
         await run_chat(runtime, "Save my work")
     raise AssertionError("the run was to die in its tool")
@@ -191,7 +191,7 @@ async def test_a_run_that_died_in_a_tool_resumes_linked_to_its_trace(
     paused_root = assert_died_in_the_tool(crashed("tool", tmp_path))
     # What the plugin kept for the next process: in the storage's ephemeral state, under its
     # run's key, never in the persistent state (which outlives the run).
-    assert_kept_link(await kept_link(tmp_path), paused_root, "conv-42")
+    assert_kept_link(await kept_link(tmp_path), paused_root, "conv-42", "u-42")
     if hasattr(storage(tmp_path), "scope_keys"):  # listing the persistent keys: not on 0.0.49 - 0.0.70
         assert [k for k in await storage(tmp_path).scope_keys() if k.startswith(KEY_PREFIX.rstrip("."))] == []
 
@@ -273,7 +273,7 @@ async def test_a_crash_inside_a_sub_agent_resumes_as_one_linked_continuation(
     # call, each outside its parent's flowing value: still one continuation, each under its parent.
     root = assert_one_linked_continuation(span_exporter, paused_root)
     assert span_tree.shape([root]) == RESUMED_SUB_AGENT
-    conv = {CID: "conv-42"}
+    conv = {CID: "conv-42", durable.USER: "u-42"}  # kept from the dead run
     assert [(n.name, n.attrs) for n in span_tree.walk([root])] == [
         ("invoke_agent assistant", {**conv, RESUMED: True}),
         ("execute_tool research", conv),
@@ -348,7 +348,7 @@ async def test_a_later_run_without_a_conversation_id_never_resumes_with_an_earli
     # Run r1 completed (its link cleared with flowra's ephemeral state); r2 kept its own,
     # saying it has no conversation id.
     assert await kept_link(tmp_path, "r1") is None
-    assert_kept_link(await kept_link(tmp_path, "r2"), paused_root, None)
+    assert_kept_link(await kept_link(tmp_path, "r2"), paused_root, None, None)
 
     runtime = traced(
         make_otel_hooks,

@@ -180,6 +180,10 @@ def test_the_hook_registry_api_is_refused_with_what_to_call_instead(make_otel_ho
         "agent of a runtime is traced after OtelHooks().install(runtime)"
     )
     assert subscriptions(runtime) == 0
+    # the old line's one-liner is flowra's own error here (its hooks have no add), as the docs say
+    with pytest.raises(AttributeError, match="object has no attribute 'add'"):
+        runtime.hooks.add(otel)  # type: ignore[attr-defined]
+    assert subscriptions(runtime) == 0
 
 
 # ------------------------------------------------------------------------------------ only on a supported flowra

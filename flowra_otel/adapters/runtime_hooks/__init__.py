@@ -9,5 +9,6 @@ names. ``instrumentor`` (zero-code) needs the optional ``opentelemetry-instrumen
 """
 
 from .adapter import RuntimeHooksAdapter as Adapter
+from .messages import text_result_content
 
-__all__ = ["Adapter"]
+__all__ = ["Adapter", "text_result_content"]

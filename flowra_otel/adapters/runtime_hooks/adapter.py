@@ -4,7 +4,8 @@
 
 It subscribes a ``RuntimeTracing`` to ``runtime.hooks`` (the agent, LLM-call and tool-call
 spans, the turn's content events; never the streaming delta events, whose handlers would switch
-flowra to streaming) and patches ``HooksImpl.emit`` once per process (``emit_patch``). One adapter
+flowra to streaming) and patches ``HooksImpl.emit`` once per process (``emit_patch``), as it
+does flowra's MCP client (``mcp_client``) and the run loop, to tell a timeout (``run_timeout``). One adapter
 can trace many runtimes; each runtime is traced by one ``OtelHooks`` (the app's own replaces the
 zero-code instrumentor's).
 """
@@ -15,7 +16,7 @@ from typing import Any, Final
 
 from ...core.options import TraceOptions
 from ...core.telemetry import Telemetry
-from . import _flowra, emit_patch, mcp_client
+from . import _flowra, emit_patch, mcp_client, run_timeout
 from .tracing import RuntimeTracing
 
 
@@ -33,6 +34,7 @@ class RuntimeHooksAdapter:
         if not telemetry.disabled:
             emit_patch.install(self)
             mcp_client.install(self)
+            run_timeout.install(self)
 
     def install(self, runtime: Any) -> None:
         """Trace every agent run of ``runtime``.

@@ -49,7 +49,7 @@ import wrapt
 from ... import distro
 from ...core import provider_check
 from ...core.telemetry import Telemetry
-from . import _flowra, emit_patch, mcp_client
+from . import _flowra, emit_patch, mcp_client, run_timeout
 from ._flowra import AgentRuntime
 from .adapter import RuntimeHooksAdapter, tracings_of
 
@@ -165,6 +165,7 @@ class FlowraInstrumentor(BaseInstrumentor):
         if adapter is not None:
             emit_patch.uninstall(adapter)  # kept while an OtelHooks of the app's own needs it
             mcp_client.uninstall(adapter)
+            run_timeout.uninstall(adapter)
 
     @property
     def hooks(self) -> RuntimeHooksAdapter | None:

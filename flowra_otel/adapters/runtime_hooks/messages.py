@@ -121,3 +121,12 @@ def _leaf_id(block: Any) -> int:
 
 
 MESSAGES: Final = RuntimeHooksMessages()
+
+RESULT_BLOCKS: Final = "list" in str(ToolResultBlock.__dataclass_fields__["content"].type)
+"""0.0.86+: ``ToolResultBlock.content`` is a list of blocks (text before)."""
+
+
+def text_result_content(text: str) -> Any:
+    """What a tool's text answer is in ``ToolResultBlock.content`` on this release: the text
+    itself before 0.0.86, else one ``TextBlock`` holding it (the ledger digests that form)."""
+    return [TextBlock(text=text)] if RESULT_BLOCKS else text

@@ -48,7 +48,7 @@ from ...core.run_state import RunState
 from ...core.safety import internal_error, safe_str, utf8_safe
 from ...core.telemetry import Telemetry
 from ...core.tool_invocation import ToolInvocation
-from . import _flowra
+from . import _flowra, run_timeout
 from ._flowra import (
     CUT_OFF_STOP_REASONS,
     PLUMBING_AGENTS,
@@ -575,9 +575,11 @@ def _replaced_root(run: RunScope) -> Frame:
 
 def _end_reason(error: BaseException) -> tuple[str, BaseException | None]:
     """How a span ends when flowra closes it with ``error``: an interrupt is a requested stop,
-    not a failure; a cancelled run (a timeout) says so."""
+    not a failure; a cancelled run says so, and the cancellation by which the runtime's timeout
+    stopped the run is that timeout (``run_timeout``)."""
     if isinstance(error, FlowraInterruptedError):
         return semconv.END_INTERRUPTED, None
+    error = run_timeout.as_timeout(error)
     if isinstance(error, asyncio.CancelledError):
         return semconv.END_CANCELLED, error
     if isinstance(error, TimeoutError):
