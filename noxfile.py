@@ -107,6 +107,7 @@ class GoBackend:
 
 PYTHON_BACKENDS = (
     PythonBackend("mcp", "requirements/mcp.lock", "python", "FLOWRA_OTEL_MCP_PYTHON"),
+    PythonBackend("fastmcp", "requirements/fastmcp.lock", "python", "FLOWRA_OTEL_FASTMCP_PYTHON"),
     PythonBackend("phoenix", "requirements/phoenix.lock", "phoenix", "FLOWRA_OTEL_PHOENIX"),
     PythonBackend("mlflow", "requirements/mlflow.lock", "mlflow", "FLOWRA_OTEL_MLFLOW"),
 )
@@ -117,12 +118,13 @@ GO_BACKENDS = (
 BACKENDS: dict[str, PythonBackend | GoBackend] = {b.name: b for b in (*PYTHON_BACKENDS, *GO_BACKENDS)}
 EVERY_BACKEND = tuple(BACKENDS)
 """What the home releases (the locked flowra of each line) get."""
-MCP = ("mcp",)
-"""The MCP server alone: 0.0.75 (its MCP client speaks only the handshake era, no ``_meta``) and 0.0.79
+MCP = ("mcp", "fastmcp")
+"""The MCP servers alone (the mcp SDK's and FastMCP): 0.0.75 (its MCP client speaks only the handshake era, no ``_meta``) and 0.0.79
 (the lowest whose client sends ``_meta``)."""
 
-# The HookRegistry line (0.0.3 - 0.0.8): the full suite on each. The runtime.hooks line (0.0.56 -
-# 0.0.93): the line's own tests on its era boundaries: 0.0.56 (the lowest), 0.0.57 (a list result),
+# The HookRegistry line (0.0.3 - 0.0.8): the full suite on each. The runtime.hooks line (0.0.47 -
+# 0.0.93): the line's own tests on its era boundaries: 0.0.47 (the lowest: UserMessageEvent, no
+# ephemeral state), 0.0.49 (ephemeral state), 0.0.55 / 0.0.56 (the handler storage changes), 0.0.57 (a list result),
 # 0.0.67 / 0.0.68 (the ToolCallSpan moves around the tool-call agent's AgentSpan), 0.0.75, 0.0.79 (the
 # lowest whose MCP client sends `_meta`), 0.0.85 / 0.0.86 (result blocks), 0.0.92 (BeforeToolCallsEvent);
 # the full suite on 0.0.93 (the locked one). Every release of the line also gets the release sweep.
@@ -133,6 +135,9 @@ MATRIX = (
     Cell("0.0.6", "3.13", "full"),
     Cell("0.0.7", "3.12", "full"),
     Cell("0.0.8", "3.13", "full", EVERY_BACKEND),
+    Cell("0.0.47", "3.13", "adapter"),
+    Cell("0.0.49", "3.12", "adapter"),
+    Cell("0.0.55", "3.13", "adapter"),
     Cell("0.0.56", "3.12", "adapter"),
     Cell("0.0.57", "3.13", "adapter"),
     Cell("0.0.67", "3.12", "adapter"),
@@ -151,8 +156,8 @@ ADAPTER_SUITE = ("tests/runtime_hooks", "tests/both_lines")
 # guarantee, seconds) on every release of the modern line, and tests/test_refused_flowra_releases.py
 # on releases the package refuses; one environment gets each release in turn (uv pip install
 # --no-deps: their dependencies are the same and all in the lock).
-SWEEP = tuple(f"0.0.{n}" for n in range(56, 94))
-SWEEP_REFUSED = ("0.0.9", "0.0.47", "0.0.50")
+SWEEP = tuple(f"0.0.{n}" for n in range(47, 94))
+SWEEP_REFUSED = ("0.0.9", "0.0.30", "0.0.45", "0.0.46")
 SWEEP_PYTHON = "3.12"
 # The dependency bounds (tests/otel_bounds.py): the declared floors on the lowest Python the package
 # allows, the newest OpenTelemetry on the release's own Python, each beside these releases.
