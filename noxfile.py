@@ -119,8 +119,8 @@ BACKENDS: dict[str, PythonBackend | GoBackend] = {b.name: b for b in (*PYTHON_BA
 EVERY_BACKEND = tuple(BACKENDS)
 """What the home releases (the locked flowra of each line) get."""
 MCP = ("mcp", "fastmcp")
-"""The MCP servers alone (the mcp SDK's and FastMCP): 0.0.75 (its MCP client speaks only the handshake era, no ``_meta``) and 0.0.79
-(the lowest whose client sends ``_meta``)."""
+"""The MCP servers alone (the mcp SDK's and FastMCP): 0.0.75 (its MCP client speaks only the handshake
+era, no ``_meta``) and 0.0.79 (the lowest whose client sends ``_meta``)."""
 
 # The HookRegistry line (0.0.3 - 0.0.8): the full suite on each. The runtime.hooks line (0.0.47 -
 # 0.0.93): the line's own tests on its era boundaries: 0.0.47 (the lowest: UserMessageEvent, no
@@ -665,6 +665,12 @@ def _locked(*names: str) -> list[str]:
     return [re.findall(rf"^{re.escape(n)}==\S+$", text, re.MULTILINE)[0] for n in names]
 
 
+def mypy_cache(session: str) -> str:
+    """A mypy cache of the session's own: ``./dev check`` runs the check sessions side by side, and two
+    mypy processes writing one cache corrupt it (seen: INTERNAL ERROR in one or the other, by turns)."""
+    return str(ROOT / ".mypy_cache" / session)
+
+
 @nox.session(python=interpreter("3.13"), tags=["check"])
 def lint(session: nox.Session) -> None:
     """ruff check, ruff format --check (the lock's ruff), and mypy --strict on this noxfile."""
@@ -672,7 +678,7 @@ def lint(session: nox.Session) -> None:
     session.install(*_locked("ruff", "mypy"), *nox_pin)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
-    session.run("mypy", "--strict", "noxfile.py")
+    session.run("mypy", "--strict", "--cache-dir", mypy_cache("lint"), "noxfile.py")
 
 
 def _types_session(check: TypeCheck) -> None:
@@ -689,8 +695,9 @@ def _types_session(check: TypeCheck) -> None:
             if f"{folder}/" in excluded
             for p in (ROOT / folder).rglob("*.py")
         )
-        session.run("mypy", "--strict", "--exclude", others, "flowra_otel", "tests", *own)
-        session.run("mypy", "--strict", *check.benchmarks)
+        cache = ("--cache-dir", mypy_cache(session.name))
+        session.run("mypy", "--strict", *cache, "--exclude", others, "flowra_otel", "tests", *own)
+        session.run("mypy", "--strict", *cache, *check.benchmarks)
 
     types.__doc__ = (
         f"mypy --strict: the core, the {check.adapter} adapter, its tests and benchmarks (flowra {check.flowra})."
