@@ -30,21 +30,21 @@ def mcp_python() -> str:
     return require_executable(MCP_ENV, "the MCP server venv (requirements/mcp.lock)")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        sock.bind((host, 0))
         port: int = sock.getsockname()[1]
         return port
 
 
 @contextlib.contextmanager
-def mcp_server(python: str, era: str, traces_endpoint: str) -> Iterator[str]:
-    """The test server (``era``: ``stateless`` or ``handshake``) on a free loopback port, exporting
-    its spans to ``traces_endpoint``; yields its URL."""
-    port = free_port()
+def mcp_server(python: str, era: str, traces_endpoint: str, host: str = "127.0.0.1") -> Iterator[str]:
+    """The test server (``era``: ``stateless`` or ``handshake``) on a free port of the loopback
+    address ``host``, exporting its spans to ``traces_endpoint``; yields its URL."""
+    port = free_port(host)
     env = {**os.environ, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": traces_endpoint, "OTEL_SDK_DISABLED": "false"}
     process = subprocess.Popen(
-        [python, str(SERVER_SCRIPT), str(port), era],
+        [python, str(SERVER_SCRIPT), str(port), era, host],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -52,13 +52,13 @@ def mcp_server(python: str, era: str, traces_endpoint: str) -> Iterator[str]:
     try:
         deadline = time.monotonic() + 60
         while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.5):
                 break
             if process.poll() is not None or time.monotonic() > deadline:
                 err = process.stderr.read().decode(errors="replace") if process.stderr else ""
                 pytest.fail(f"the MCP server did not start: {err[-2000:]}")
             time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://{f'[{host}]' if ':' in host else host}:{port}/mcp"
     finally:
         process.terminate()
         try:
