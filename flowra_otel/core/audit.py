@@ -52,7 +52,6 @@ from __future__ import annotations
 import argparse
 import base64
 import binascii
-import codecs
 import dataclasses
 import datetime
 import json
@@ -70,6 +69,7 @@ from typing import Any, Final, Literal, TextIO
 from . import redaction, semconv
 from .content import BUILTIN_SECRET_PATTERNS
 from .secret_scan import scan_text
+from .text_input import UnreadableTextError, read_text_file
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -197,30 +197,6 @@ class AuditReport:
 # --------------------------------------------------------------------------------- reading
 
 
-_BOMS: Final = (
-    (codecs.BOM_UTF32_LE, "utf-32"),  # before UTF-16 LE: its BOM begins with UTF-16 LE's
-    (codecs.BOM_UTF32_BE, "utf-32"),
-    (codecs.BOM_UTF8, "utf-8-sig"),
-    (codecs.BOM_UTF16_LE, "utf-16"),
-    (codecs.BOM_UTF16_BE, "utf-16"),
-)
-
-
-def read_text_file(path: str | Path) -> str:
-    """A text file as editors and shells write them: UTF-8, with or without a byte order mark
-    (Notepad, PowerShell 5's ``Out-File -Encoding utf8``), or UTF-16 / UTF-32 with one
-    (PowerShell 5's ``>``). The mark is never part of the text: a secret read as ``"\ufeff<secret>"``
-    is looked for as that and never found, and the audit read "clean" with the secret in a span.
-
-    Raises ``FileNotFoundError``, ``OSError`` and ``UnicodeDecodeError`` as ``read_text`` does.
-    """
-    data = Path(path).read_bytes()
-    for bom, encoding in _BOMS:
-        if data.startswith(bom):
-            return data.decode(encoding)
-    return data.decode("utf-8")
-
-
 def load_traces(path: str | Path) -> tuple[Format, list[AuditSpan]]:
     """Every span of a trace export file (see the module docstring), and which format it was.
 
@@ -233,8 +209,8 @@ def load_traces(path: str | Path) -> tuple[Format, list[AuditSpan]]:
         text = read_text_file(path)
     except FileNotFoundError:
         raise AuditInputError(f"{name}: no such file") from None
-    except UnicodeDecodeError:
-        raise AuditInputError(f"{name}: not UTF-8 text (expected {_EXPECTED})") from None
+    except UnreadableTextError as exc:
+        raise AuditInputError(f"{name}: {exc} (expected {_EXPECTED})") from None
     except OSError as exc:
         raise AuditInputError(f"{name}: cannot read: {exc.strerror or exc}") from None
     if not text.strip():
@@ -1052,17 +1028,27 @@ _LINE_BREAK: Final = re.compile(r"\r\n|\r|\n")
 
 
 def _read_secrets(path: str) -> list[str]:
-    """One secret a line, as any editor saves them (``read_text_file``; LF, CRLF or CR line ends).
+    """One secret a line, as any editor saves them (``text_input.read_text_file``: UTF-8, UTF-16 or
+    UTF-32, with or without a byte order mark, else refused; LF, CRLF or CR line ends).
     Each is stripped of surrounding whitespace (an editor's trailing space would otherwise make
     the secret never match; a stripped secret matches wherever the unstripped one would)."""
     try:
         text = read_text_file(path)
     except FileNotFoundError:
         raise AuditInputError(f"{path}: no such secrets file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnreadableTextError) as exc:
         raise AuditInputError(f"{path}: cannot read the secrets file: {exc}") from None
     lines = (line.strip() for line in _LINE_BREAK.split(text))
     return [line for line in lines if line and not line.startswith("#")]
+
+
+def _is_text(value: str) -> bool:
+    """False for a string holding lone surrogates (bytes ``surrogateescape`` could not decode)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
@@ -1073,6 +1059,8 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
         secrets = list(args.secret)
         if any(not s for s in secrets):
             raise AuditInputError("--secret must not be empty")
+        if any(not s.isascii() and not _is_text(s) for s in secrets):
+            raise AuditInputError("--secret holds bytes that are not valid UTF-8 (the locale could not decode them)")
         if args.secrets_file:
             secrets.extend(_read_secrets(args.secrets_file))
         builtin = not args.no_builtin_patterns
