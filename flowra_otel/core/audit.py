@@ -68,7 +68,9 @@ from typing import Any, Final, Literal, TextIO
 
 from . import redaction, semconv
 from .content import BUILTIN_SECRET_PATTERNS
+from .same_origin_http import open_url
 from .secret_scan import scan_text
+from .shown_url import hidden_parts, shown_url
 from .text_input import UnreadableTextError, read_text_file
 
 __all__ = [
@@ -816,7 +818,7 @@ def audit_phoenix(
         AuditInputError: Phoenix unreachable or answering an error, no such project, or no span.
     """
     spans = fetch_phoenix_spans(url, project, since=since, timeout=timeout)
-    where = f"{url.rstrip('/')} project {project!r}" + (f" since {since.isoformat()}" if since else "")
+    where = f"{shown_url(url).rstrip('/')} project {project!r}" + (f" since {since.isoformat()}" if since else "")
     if not spans:
         raise AuditInputError(f"{where}: no spans (nothing to audit)")
     return _report(where, "phoenix-json", spans, secrets=secrets, builtin_patterns=builtin_patterns)
@@ -827,9 +829,10 @@ def fetch_phoenix_spans(
 ) -> list[AuditSpan]:
     """Every span of ``project`` from ``GET /v1/projects/{project}/spans``, all pages.
 
-    ``PHOENIX_API_KEY``, when set, is sent as a bearer token (Phoenix with authentication on).
+    ``PHOENIX_API_KEY``, when set, is sent as a bearer token (Phoenix with authentication on),
+    never to another origin on a redirect, and never after a redirect from https (``same_origin_http``).
     """
-    base = url.rstrip("/")
+    base = _phoenix_base(url)
     headers = {"Accept": "application/json"}
     api_key = os.environ.get("PHOENIX_API_KEY")
     if api_key:
@@ -859,10 +862,26 @@ _PAGE_SIZE: Final = 1000
 _MAX_PAGES: Final = 1000
 
 
+def _phoenix_base(url: str) -> str:
+    """``--phoenix URL`` as the base of the API's addresses: http or https, no user info, query
+    or fragment (the key goes in ``PHOENIX_API_KEY``; a message shows the URL without them)."""
+    shown = shown_url(url)
+    scheme = url.partition("://")[0].lower() if "://" in url else ""
+    if scheme not in ("http", "https"):
+        raise AuditInputError(f"--phoenix {shown!r}: give Phoenix's http:// or https:// URL")
+    hidden = hidden_parts(url)
+    if hidden:
+        raise AuditInputError(
+            f"--phoenix {shown!r}: the URL holds {' and '.join(hidden)}; give the base URL alone "
+            "(an API key goes in PHOENIX_API_KEY)"
+        )
+    return url.strip().rstrip("/")
+
+
 def _get_json(address: str, headers: Mapping[str, str], timeout: float, at: str) -> Any:
     request = urllib.request.Request(address, headers=dict(headers))
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with open_url(request, timeout) as response:
             body = response.read()
     except urllib.error.HTTPError as exc:
         detail = exc.read()[:200].decode("utf-8", "replace").strip()
