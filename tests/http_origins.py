@@ -1,8 +1,8 @@
 """Real HTTP servers on two loopback addresses (127.0.0.1 and 127.0.0.2 are both this machine),
-for the tests that a credential never crosses an origin: one may answer every GET with a
-redirect (any status, to any URL), the other with a Phoenix spans page; each records the headers
-of every request it got. Optionally TLS, with a certificate made for the test (``tls_files``),
-which ``SSL_CERT_FILE`` makes the client trust.
+for the tests that a credential never crosses an origin: one may answer every request with a
+redirect (any status, to any URL), the other with a Phoenix spans page (GET) or an OTLP export's
+success (POST); each records the headers of every request it got. Optionally TLS, with a
+certificate made for the test (``tls_files``), which ``SSL_CERT_FILE`` makes the client trust.
 """
 
 from __future__ import annotations
@@ -32,13 +32,15 @@ PHOENIX_PAGE: dict[str, Any] = {
 
 @dataclasses.dataclass
 class Seen:
+    method: str
     path: str
     headers: dict[str, str]
 
 
 class OriginServer:
-    """A server at ``host``; ``answer(path)`` gives ``(status, location or None)`` per GET (a 200
-    serves `PHOENIX_PAGE`). ``seen``: every request's path and headers (names lowercased)."""
+    """A server at ``host``; ``answer(path)`` gives ``(status, location or None)`` per request (a
+    200 serves `PHOENIX_PAGE` to a GET, an empty OTLP answer to a POST). ``seen``: every request's
+    method, path and headers (names lowercased)."""
 
     def __init__(
         self, host: str, answer: Callable[[str], tuple[int, str | None]], *, tls: tuple[Path, Path] | None = None
@@ -55,13 +57,21 @@ class OriginServer:
                 """Quiet."""
 
             def do_GET(self) -> None:
-                outer.seen.append(Seen(self.path, {k.lower(): v for k, v in self.headers.items()}))
+                self._answer(json.dumps(PHOENIX_PAGE).encode(), "application/json")
+
+            def do_POST(self) -> None:
+                """An OTLP/HTTP export: an empty ``Export*ServiceResponse`` is a success."""
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self._answer(b"", "application/x-protobuf")
+
+            def _answer(self, page: bytes, content_type: str) -> None:
+                outer.seen.append(Seen(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}))
                 status, location = outer.answer(self.path)
-                body = json.dumps(PHOENIX_PAGE).encode() if status == 200 else b""
+                body = page if status == 200 else b""
                 self.send_response(status)
                 if location is not None:
                     self.send_header("Location", location)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)

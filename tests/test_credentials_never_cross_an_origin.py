@@ -1,16 +1,19 @@
-"""No credential the package sends crosses an origin: ``flowra-otel audit --phoenix`` (the one
-request the package makes with a credential, ``PHOENIX_API_KEY`` as a bearer token) keeps the
-key on a redirect within Phoenix's origin, sends it to no other scheme, host or port, and
-refuses a redirect from https to plain http outright.
+"""No credential the package sends crosses an origin: ``flowra-otel audit --phoenix``
+(``PHOENIX_API_KEY`` as a bearer token) keeps the key on a redirect within Phoenix's origin,
+sends it to no other scheme, host or port, and refuses a redirect from https to plain http
+outright; the OTLP/HTTP exporters ``configure_telemetry`` builds send the
+``OTEL_EXPORTER_OTLP_*HEADERS`` to no other origin either (OpenTelemetry 1.42 - 1.44 follow a
+collector's redirect; 1.45 follows none: ``./dev bounds`` runs this file on the floors too).
 
-Real servers on two loopback addresses: "Phoenix" at 127.0.0.1 answers with a redirect (every
-status urllib follows) to a server at 127.0.0.2 that serves a spans page and records what it
-received. Paired negative: urllib's own redirect handling, which the audit used, hands that
-server the key.
+Real servers on two loopback addresses: "Phoenix" (or the collector) at 127.0.0.1 answers with a
+redirect (every status urllib follows) to a server at 127.0.0.2 that serves a spans page (or
+takes the export) and records what it received. Paired negative: urllib's own redirect handling,
+which the audit used, hands that server the key.
 """
 
 from __future__ import annotations
 
+import os
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +23,7 @@ import pytest
 from flowra_otel.__main__ import main
 from flowra_otel.core import audit as audit_module
 from flowra_otel.core.audit import EXIT_BAD_INPUT, EXIT_CLEAN
+from flowra_otel.export import configure_telemetry
 from tests.http_origins import OriginServer, tls_files
 
 API_KEY = "phx-key-Vb83-secret"
@@ -145,3 +149,59 @@ def test_with_urllibs_own_redirects_the_other_host_got_the_key(
         code, _, _ = audit_phoenix(phoenix.url, capsys)
     assert code == EXIT_CLEAN
     assert received_keys(elsewhere) == [f"Bearer {API_KEY}"]
+
+
+# ------------------------------------------------------------------------------- OTLP exports
+EXPORT_KEY = "otlp-key-Qm47-secret"
+"""An ``OTEL_EXPORTER_OTLP_HEADERS`` value (``api-key=...``): a collector's credential."""
+
+
+def export_a_span(
+    monkeypatch: pytest.MonkeyPatch, endpoint: str, *, logs: bool = False, certificate: Path | None = None
+) -> bool:
+    """``configure_telemetry`` with only ``endpoint`` (OTLP/HTTP, base) and the key header: a span,
+    a metric and (``logs``) a content event exported; whether the flush reported success."""
+    for name in list(os.environ):
+        if name.startswith("OTEL_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"api-key={EXPORT_KEY},authorization=Bearer%20{EXPORT_KEY}")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "2")
+    if certificate is not None:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", str(certificate))
+        for bundle in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):  # requests prefers them to the exporter's
+            monkeypatch.delenv(bundle, raising=False)
+    handles = configure_telemetry(set_global=False, register_atexit=False, console=False, logs=logs)
+    try:
+        handles.meter_provider.get_meter("probe").create_counter("probe").add(1)
+        with handles.tracer_provider.get_tracer("probe").start_as_current_span("probe"):
+            pass
+        if logs and handles.logger_provider is not None:
+            from opentelemetry._logs import LogRecord
+
+            handles.logger_provider.get_logger("probe").emit(LogRecord(body="probe"))
+        return handles.force_flush(5_000)
+    finally:
+        handles.shutdown(5_000)
+
+
+@pytest.mark.parametrize("status", [307, 308])
+def test_an_otlp_export_redirected_to_another_host_carries_no_header_credential(
+    status: int, elsewhere: OriginServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with OriginServer("127.0.0.1", lambda path: (status, f"{elsewhere.url}{path}")) as collector:
+        export_a_span(monkeypatch, collector.url, logs=True)
+    assert {seen.path for seen in collector.seen} == {"/v1/traces", "/v1/metrics", "/v1/logs"}
+    assert all(seen.headers.get("api-key") == EXPORT_KEY for seen in collector.seen)  # the collector got it
+    for seen in elsewhere.seen:  # followed (OpenTelemetry 1.42 - 1.44) or not (1.45+): never the key
+        assert EXPORT_KEY not in repr(seen.headers), seen
+
+
+def test_an_otlp_export_redirected_from_https_to_http_is_not_followed(
+    tmp_path: Path, elsewhere: OriginServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cert, key = tls_files(tmp_path)
+    with OriginServer("127.0.0.1", lambda path: (307, f"{elsewhere.url}{path}"), tls=(cert, key)) as collector:
+        export_a_span(monkeypatch, collector.url, certificate=cert)
+    assert collector.seen  # the TLS collector was asked
+    assert elsewhere.seen == []

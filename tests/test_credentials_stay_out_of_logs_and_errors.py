@@ -188,8 +188,8 @@ def test_the_endpoint_mistake_warnings_show_no_credential(said: Said) -> None:
 
 @pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
 def test_an_unreachable_collector_is_reported_without_a_credential(protocol: str, said: Said) -> None:
-    """The exporters' own retry and failure lines (which quote the endpoint, the query, the
-    transport's error), and the shutdown that runs out of time."""
+    """The exporters' own retry and failure lines, which quote the endpoint (gRPC: with its user
+    info), the query and the transport's error."""
     base = f"http://127.0.0.1:{closed_port()}"
     export_once(
         said,
@@ -201,8 +201,8 @@ def test_an_unreachable_collector_is_reported_without_a_credential(protocol: str
         shutdown_ms=300,
     )
     assert said.leaks() == []
-    assert said.mentions("telemetry shutdown did not finish")
     assert said.mentions("Header format invalid")  # the SDK's line about the malformed entry, masked
+    assert said.mentions("Transient error") or said.mentions("Failed to export")  # the exporters' own lines
     assert said.mentions("127.0.0.1")
 
 

@@ -102,6 +102,7 @@ from .console import ConsoleTreeExporter
 from .endpoint_check import Signal, endpoint_problems
 from .log_credentials import note_environment, watch_loggers
 from .otlp_json_file import FLOWRA_OTEL_TRACES_FILE, OtlpJsonFileSpanExporter
+from .same_origin_http import otlp_http_session
 from .shown_url import shown_url
 
 if TYPE_CHECKING:
@@ -959,7 +960,7 @@ def _otlp_span_exporter(protocol: OtlpProtocol) -> SpanExporter:
         return GrpcSpanExporter()
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
 
-    return HttpSpanExporter()
+    return HttpSpanExporter(session=otlp_http_session("traces"))
 
 
 def _otlp_metric_exporter(protocol: OtlpProtocol) -> MetricExporter:
@@ -969,4 +970,4 @@ def _otlp_metric_exporter(protocol: OtlpProtocol) -> MetricExporter:
         return GrpcMetricExporter()
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as HttpMetricExporter
 
-    return HttpMetricExporter()
+    return HttpMetricExporter(session=otlp_http_session("metrics"))
