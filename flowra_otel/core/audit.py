@@ -938,9 +938,7 @@ def _report(
 def _format_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, str | int | float):
+    if isinstance(value, str | int | float):  # NaN and infinities too: "nan", "inf"
         return str(value)
     return json.dumps(value, ensure_ascii=False)
 
