@@ -428,3 +428,55 @@ def test_non_finite_doubles_never_crash_the_audit(tmp_path: Path) -> None:
     assert [(x.where, x.kind) for x in made.leaks] == [("attribute app.card", "card_number")]
     assert "flowra.redaction.result.original_length = nan" in render_text(made)
     assert json.loads(render_json(made).replace("NaN", "null"))["clean"] is False
+
+
+def _escaped(text: str) -> str:
+    """``text`` as a JSON string spelling every character as a ``\\u`` escape."""
+    return '"' + "".join(f"\\u{ord(c):04x}" for c in text) + '"'
+
+
+def test_the_audit_reports_every_kind_whatever_it_found_first(tmp_path: Path) -> None:
+    """One message attribute, as a real export carries it: five given secrets (one raw, the others
+    only in JSON inside JSON, escaped, or at the deepest layer the scanner promises) and every
+    built-in pattern only after decoding; and each secret alone in an attribute of its own. The
+    report names the place for every kind, and every place."""
+    secrets = [f"given-secret-{i:04d}" for i in range(5)]
+    api_key, bearer, card = "sk-live-" + "Ab3dE" * 4, "Bearer eyJhbGciOiJIUzI1NiJ9.payload", "4111 1111 1111 1111"
+    deepest = f"x {secrets[4]} y"
+    for _ in range(8):  # secret_scan.MAX_LAYERS
+        deepest = json.dumps({"content": deepest})
+    inner = json.dumps({"parts": [{"content": f"{secrets[1]} {EMAIL}"}]})
+    message = (
+        f"{secrets[0]} "
+        + json.dumps([{"role": "tool", "content": inner}])
+        + f" [{_escaped(f'{secrets[2]} {api_key} {bearer} {card}')}, {_escaped(secrets[3])}"
+    )
+    attributes = [
+        {"key": "gen_ai.input.messages", "value": {"stringValue": message}},
+        *({"key": f"app.s{i}", "value": {"stringValue": _escaped(s)[1:-1]}} for i, s in enumerate(secrets[1:4], 1)),
+        {"key": "app.s4", "value": {"stringValue": deepest}},
+    ]
+    doc = {
+        "resourceSpans": [
+            {
+                "scopeSpans": [
+                    {
+                        "spans": [
+                            {"traceId": TRACE, "spanId": "b7ad6b7169203331", "name": "chat", "attributes": attributes}
+                        ]
+                    }
+                ]
+            }
+        ]
+    }
+    path = tmp_path / "traces.jsonl"
+    path.write_text(json.dumps(doc) + "\n", encoding="utf-8")
+    made = audit_file(path, secrets=secrets)
+    found = {(leak.where, leak.kind) for leak in made.leaks}
+    place = "attribute gen_ai.input.messages"
+    assert {kind for where, kind in found if where == place} == {"given_secret", *BUILTIN_SECRET_PATTERNS}
+    assert {where for where, kind in found if kind == "given_secret"} == {
+        place,
+        *(f"attribute app.s{i}" for i in range(1, 5)),
+    }
+    assert made.exit_code == EXIT_LEAK
