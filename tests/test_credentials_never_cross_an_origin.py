@@ -25,6 +25,7 @@ from flowra_otel.core import audit as audit_module
 from flowra_otel.core.audit import EXIT_BAD_INPUT, EXIT_CLEAN
 from flowra_otel.export import configure_telemetry
 from tests.http_origins import OriginServer, tls_files
+from tests.telemetry_probe import send_probes
 
 API_KEY = "phx-key-Vb83-secret"
 REDIRECTS = [301, 302, 303, 307, 308]
@@ -173,14 +174,7 @@ def export_a_span(
             monkeypatch.delenv(bundle, raising=False)
     handles = configure_telemetry(set_global=False, register_atexit=False, console=False, logs=logs)
     try:
-        handles.meter_provider.get_meter("probe").create_counter("probe").add(1)
-        with handles.tracer_provider.get_tracer("probe").start_as_current_span("probe"):
-            pass
-        if logs and handles.logger_provider is not None:
-            from opentelemetry._logs import LogRecord
-
-            handles.logger_provider.get_logger("probe").emit(LogRecord(body="probe"))
-        return handles.force_flush(5_000)
+        return send_probes(handles, logs=logs)
     finally:
         handles.shutdown(5_000)
 

@@ -41,6 +41,7 @@ from flowra_otel.export import configure_telemetry
 from flowra_otel.testing import secret_forms
 from tests.metrics_refusal import TracesOnlyReceiver
 from tests.otlp_receiver import OtlpReceiver
+from tests.telemetry_probe import send_probes
 
 CREDENTIALS: Final = {
     "user token": "usertok-Ab12Cd34",
@@ -151,14 +152,7 @@ def export_once(said: Said, env: dict[str, str], *, logs: bool = False, shutdown
         try:
             handles = configure_telemetry(set_global=False, register_atexit=False, console=False, logs=logs or None)
             try:
-                handles.meter_provider.get_meter("probe").create_counter("probe").add(1)
-                with handles.tracer_provider.get_tracer("probe").start_as_current_span("probe"):
-                    pass
-                if logs and handles.logger_provider is not None:
-                    from opentelemetry._logs import LogRecord
-
-                    handles.logger_provider.get_logger("probe").emit(LogRecord(body="probe"))
-                handles.force_flush(shutdown_ms)
+                send_probes(handles, logs=logs, timeout_millis=shutdown_ms)
             finally:
                 handles.shutdown(shutdown_ms)
         except Exception as exc:  # a raised message is checked like a log line

@@ -68,6 +68,7 @@ LIBRARY_LOGGERS: Final = (
 """Where the OTLP exporters of every supported SDK release, their transports and the SDK's
 processors log (a name a release lacks costs an unused logger object)."""
 
+_AUTH_SCHEMES: Final = frozenset({"basic", "bearer", "digest", "token", "apikey", "api-key", "negotiate"})
 _URL: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]*[@?#][^\s'\"<>]*")
 
 _lock = threading.Lock()
@@ -118,7 +119,8 @@ def _header_credentials(raw: str) -> set[str]:
         value = piece.partition("=")[2].strip()
         found |= _forms(value)
         for word in re.split(r"\s+|%20", value):
-            found |= _forms(word)
+            if word.lower() not in _AUTH_SCHEMES:  # "Bearer" is no secret, and in many lines
+                found |= _forms(word)
     return found
 
 
