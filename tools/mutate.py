@@ -245,7 +245,9 @@ class _Walker:
                     yield from self._statement(stmt, function, node, field, position)
             elif isinstance(value, list):
                 for item in value:
-                    if isinstance(item, ast.AST):
+                    if isinstance(item, ast.excepthandler | ast.match_case):  # a body of statements
+                        yield from self._visit(item, function, node)
+                    elif isinstance(item, ast.AST):
                         yield from self._expression(item, function, node)
             elif isinstance(value, ast.AST) and not isinstance(value, ast.stmt):
                 yield from self._expression(value, function, node)
