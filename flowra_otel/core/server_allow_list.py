@@ -37,9 +37,8 @@ A bad entry is refused when the ``OtelHooks`` is built (``ValueError``): one tha
 has a query, a fragment or user info, a scheme other than http/https, a path with dot segments or
 encoded separators, or an unbracketed ``host:port`` that is neither.
 
-Flowra-free and small on purpose: the MCP ``_meta`` context uses it through
-``McpPropagation.allows``, and any other way the package sends the context to a server (HTTP
-headers) is meant to ask the same question in the same one call.
+Flowra-free and small on purpose: ``McpPropagation.allows`` asks it once per MCP request, in
+``mcp_invocation.trace_fields``, whose answer both ``params._meta`` and the HTTP headers take.
 """
 
 from __future__ import annotations

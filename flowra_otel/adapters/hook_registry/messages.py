@@ -82,3 +82,8 @@ class HookRegistryMessages:
 
 
 MESSAGES: Final = HookRegistryMessages()
+
+
+def text_result_content(text: str) -> Any:
+    """What a tool's text answer is in ``ToolResultBlock.content`` on this line: the text itself."""
+    return text
