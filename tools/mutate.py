@@ -431,8 +431,32 @@ def _pytest(module: Module, args: list[str], index: int | None, plugins: list[An
         path = ROOT / module.path
         code = compile(mutated_source_tree(path.read_text(encoding="utf-8"), index), str(path), "exec")
         sys.meta_path.insert(0, _MutantFinder(_module_name(module.path), str(path), code))
+        _leave_to_mutant(_module_name(module.path))
     os.chdir(ROOT)
-    return int(pytest.main([*PYTEST_ARGS, *args], plugins=plugins or []))
+    status = int(pytest.main([*PYTEST_ARGS, *args], plugins=plugins or []))
+    loaded = sys.modules.get(_module_name(module.path))
+    if index is not None and loaded is not None and not isinstance(loaded.__loader__, _MutantFinder):
+        return NOT_THE_MUTANT  # the tests ran the original: no verdict on the mutant
+    return status
+
+
+NOT_THE_MUTANT: Final = 99
+"""A child's status when the module its tests imported was not the mutant (an error, never a kill)."""
+
+
+def _leave_to_mutant(name: str) -> None:
+    """Keep pytest's assertion rewriter off the mutated module. The package's pytest plugin (the
+    ``pytest11`` entry point) makes pytest mark the whole distribution for rewriting, and the
+    rewriter, put first on ``sys.meta_path`` when pytest starts, would load the module from disk
+    before ``_MutantFinder`` is asked: every mutant would then run as the original and survive."""
+    from _pytest.assertion import rewrite
+
+    find_spec = rewrite.AssertionRewritingHook.find_spec
+
+    def skipping(self: Any, fullname: str, path: Any = None, target: Any = None) -> Any:
+        return None if fullname == name else find_spec(self, fullname, path, target)
+
+    rewrite.AssertionRewritingHook.find_spec = skipping  # type: ignore[method-assign]
 
 
 def _traced_pytest(module: Module, out: str) -> int:
@@ -523,7 +547,7 @@ class Outcome:
 def _result(status: int | None) -> str:
     if status is None:
         return "timeout"
-    if status == 5:  # no tests collected: a bad selection, never a kill
+    if status in (5, NOT_THE_MUTANT):  # no tests collected, or the original ran: never a kill
         return "error"
     # 0: every test passed; else a test failed, or the mutant broke the import or collection,
     # which any run of the tests notices too
