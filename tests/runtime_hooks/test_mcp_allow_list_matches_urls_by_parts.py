@@ -1,12 +1,16 @@
 """``mcp_servers`` admits a server by the parts of its URL, never by a string prefix: each bypass
-a prefix match let through is tried against the real ``mcp`` SDK server (its own process,
-tests/mcp_tool_server.py), which records what ``params._meta`` carried. A server the list does
-not name starts a trace of its own and gets no ``traceparent``; a listed one, however its URL
-spells the host (case, trailing dot, an IPv6 address in brackets), continues the agent's trace.
+a prefix match let through is tried against real servers (their own processes): the ``mcp`` SDK's
+server run plainly (tests/mcp_tool_server.py), the same server and FastMCP's
+(tests/fastmcp_tool_server.py) under ``opentelemetry-instrument``, whose ASGI span is made from the
+HTTP headers. Each records what the request carried, in ``params._meta`` and in its ``traceparent``
+and ``baggage`` headers. A server the list does not name gets neither (one decision covers both:
+``trace_fields``) and its spans make a trace of their own; a listed one, however its URL spells the
+host (case, trailing dot, an IPv6 address in brackets), gets both and continues the agent's trace.
 
 The matching rules themselves, case by case and with generated URLs, are in
 tests/test_mcp_allow_list_rules.py (no server needed); this file proves them on the wire.
-Needs ``FLOWRA_OTEL_MCP_PYTHON`` and a flowra whose MCP client sends ``_meta`` (0.0.79+).
+Needs ``FLOWRA_OTEL_MCP_PYTHON`` and ``FLOWRA_OTEL_FASTMCP_PYTHON``, and a flowra whose MCP client
+sends ``_meta`` and headers (0.0.79+).
 """
 
 from __future__ import annotations
@@ -14,9 +18,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Final
 
 import pytest
+from opentelemetry import baggage
+from opentelemetry import context as otel_context
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -59,48 +66,87 @@ LISTED: Final[dict[str, Case]] = {
     "ipv6-in-brackets": ("::1", lambda url: f"[::1]:{_port_of(url)}", lambda url: url),
     "default-port-explicit": ("127.0.0.1", lambda url: f"127.0.0.1:{_port_of(url)}", lambda url: url),
 }
+# name -> (the server venv's python, the server script, under opentelemetry-instrument)
+Server = tuple[Callable[[], str], Path, bool]
+SERVERS: Final[dict[str, Server]] = {
+    "sdk": (mcp_server_process.mcp_python, mcp_server_process.SERVER_SCRIPT, False),
+    "sdk-instrumented": (mcp_server_process.fastmcp_python, mcp_server_process.SERVER_SCRIPT, True),
+    "fastmcp-instrumented": (mcp_server_process.fastmcp_python, mcp_server_process.FASTMCP_SERVER_SCRIPT, True),
+}
+APP_BAGGAGE: Final = "tenant=acme"
+TRACE_KEYS: Final = frozenset({"traceparent", "tracestate", "baggage"})
 
 
-def _wait_for(rx: OtlpReceiver, name: str, kind: str) -> SpanRecord:
+def _wait_for(rx: OtlpReceiver, name: str) -> SpanRecord:
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
-        found = [s for s in rx.spans() if s.name == name and s.kind == kind]
+        found = [s for s in rx.spans() if s.name == name]
         if found:
             return found[0]
         time.sleep(0.05)
-    pytest.fail(f"no {kind} span {name!r} arrived; got {sorted({s.name for s in rx.spans()})}")
+    pytest.fail(f"no span {name!r} arrived; got {sorted({s.name for s in rx.spans()})}")
 
 
-def _run(case: Case) -> tuple[SpanRecord, SpanRecord, ReadableSpan, str]:
-    """One agent run against a server bound as ``case`` says: (the server's ``tools/call`` span,
-    its tool's span, the agent's ``execute_tool`` span, the URL the agent connected to)."""
+def _run(case: Case, server: Server) -> tuple[SpanRecord, ReadableSpan, str]:
+    """One agent run (the app's baggage set) against ``server`` bound as ``case`` says: (its
+    tool's span, which records what the request carried; the agent's ``execute_tool`` span; the
+    URL the agent connected to)."""
     host, entry_for, url_for = case
+    python, script, instrument = server
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    python = mcp_server_process.mcp_python()
-    with OtlpReceiver() as rx, mcp_server(python, "stateless", rx.http_traces_endpoint, host) as url:
+    with (
+        OtlpReceiver() as rx,
+        mcp_server(python(), "stateless", rx.http_traces_endpoint, host, script=script, instrument=instrument) as url,
+    ):
         connect_to = url_for(url)
-        asyncio.run(mcp_workload.mcp_tool_run(provider, connect_to, conversation_id="c", mcp_servers=[entry_for(url)]))
-        server_span = _wait_for(rx, "tools/call forecast", "SERVER")
-        tool_span = _wait_for(rx, "lookup_forecast", "INTERNAL")
+        token = otel_context.attach(baggage.set_baggage("tenant", "acme"))
+        try:
+            asyncio.run(
+                mcp_workload.mcp_tool_run(provider, connect_to, conversation_id="c", mcp_servers=[entry_for(url)])
+            )
+        finally:
+            otel_context.detach(token)
+        tool_span = _wait_for(rx, "lookup_forecast")
     (execute,) = [s for s in exporter.get_finished_spans() if s.name == "execute_tool forecast"]
-    return server_span, tool_span, execute, connect_to
+    return tool_span, execute, connect_to
 
 
+def _sent(tool_span: SpanRecord) -> dict[str, object]:
+    """What the request carried: the trace keys of ``_meta`` (beside the protocol's own) and its
+    baggage, the two headers."""
+    return {
+        "meta.keys": TRACE_KEYS & set(tool_span.attributes["request.meta.keys"]),  # type: ignore[arg-type]
+        "meta.baggage": tool_span.attributes["request.meta.baggage"],
+        "header.traceparent": list(tool_span.attributes["request.header.traceparent"]),  # type: ignore[arg-type]
+        "header.baggage": list(tool_span.attributes["request.header.baggage"]),  # type: ignore[arg-type]
+    }
+
+
+@pytest.mark.parametrize("server", list(SERVERS))
 @pytest.mark.parametrize("name", list(BYPASSES))
-def test_a_server_the_list_does_not_name_gets_no_context(name: str) -> None:
-    server_span, tool_span, _, connected_to = _run(BYPASSES[name])
-    sent = set(tool_span.attributes["request.meta.keys"])  # type: ignore[arg-type]
-    assert "traceparent" not in sent and "baggage" not in sent, f"{connected_to} got the context ({name})"
-    assert server_span.is_root  # a trace of its own
-
-
-@pytest.mark.parametrize("name", list(LISTED))
-def test_a_listed_server_gets_the_context_however_its_url_spells_it(name: str) -> None:
-    server_span, tool_span, execute, connected_to = _run(LISTED[name])
-    sent = set(tool_span.attributes["request.meta.keys"])  # type: ignore[arg-type]
-    assert "traceparent" in sent, f"{connected_to} got no context ({name})"
+def test_a_server_the_list_does_not_name_gets_no_context(name: str, server: str) -> None:
+    tool_span, execute, connected_to = _run(BYPASSES[name], SERVERS[server])
+    sent = _sent(tool_span)
+    assert sent == {"meta.keys": set(), "meta.baggage": "", "header.traceparent": [], "header.baggage": []}, (
+        f"{connected_to} got the context ({name}, {server}): {sent}"
+    )
     assert execute.context is not None
-    assert server_span.trace_id == f"{execute.context.trace_id:032x}"
-    assert server_span.parent_span_id == f"{execute.context.span_id:016x}"
+    assert tool_span.trace_id != f"{execute.context.trace_id:032x}"  # a trace of its own
+
+
+@pytest.mark.parametrize("server", list(SERVERS))
+@pytest.mark.parametrize("name", list(LISTED))
+def test_a_listed_server_gets_the_context_however_its_url_spells_it(name: str, server: str) -> None:
+    tool_span, execute, connected_to = _run(LISTED[name], SERVERS[server])
+    sent = _sent(tool_span)
+    assert execute.context is not None
+    traceparent = f"00-{execute.context.trace_id:032x}-{execute.context.span_id:016x}-{execute.context.trace_flags:02x}"
+    assert sent == {
+        "meta.keys": {"traceparent", "baggage"},
+        "meta.baggage": APP_BAGGAGE,
+        "header.traceparent": [traceparent],
+        "header.baggage": [APP_BAGGAGE],
+    }, f"{connected_to} did not get the context in both places ({name}, {server}): {sent}"
+    assert tool_span.trace_id == f"{execute.context.trace_id:032x}"  # the agent's trace continues
