@@ -3,7 +3,9 @@ that mask, list and print what it found), span by span: every value of every pla
 resource and scope once; each leak once per place and kind, with a masked preview; every value
 the report prints is masked wherever a secret or a pattern matches in it, inside lists and
 mappings of the ledger too; numbers compared as the text a secret would be (a card number stored
-as a double included), ``NaN`` and infinities never crash it; the verdict and the exit status.
+as a double included), ``NaN`` and infinities never crash it; the verdict and the exit status;
+the MCP servers' ``tools/call`` spans told apart from the tool calls, each with the agent's call it
+continues (up to 64 spans up), its status and its names masked.
 
 Flowra-free and fast: these are the tests ``tools/mutate.py audit`` runs per mutant.
 """
@@ -480,3 +482,106 @@ def test_the_audit_reports_every_kind_whatever_it_found_first(tmp_path: Path) ->
         *(f"attribute app.s{i}" for i in range(1, 5)),
     }
     assert made.exit_code == EXIT_LEAK
+
+
+# ---------------------------------------------------------------- the MCP servers' spans, apart
+MCP = {"mcp.method.name": "tools/call"}
+
+
+def server_span(
+    name: str = "tools/call forecast", span_id: str = "5e" * 8, parent: str | None = None, **kw: Any
+) -> AuditSpan:
+    attributes = {**MCP, **kw.pop("attributes", {})}
+    return AuditSpan(trace_id=TRACE, span_id=span_id, parent_span_id=parent, name=name, attributes=attributes, **kw)
+
+
+@pytest.mark.parametrize(
+    ("name", "attributes", "is_server"),
+    [
+        ("tools/call forecast", MCP, True),
+        ("tools/call", MCP, True),
+        ("tools/callforecast", MCP, False),
+        ("execute_tool forecast", MCP, False),  # the agent's own span of the call
+        ("tools/call forecast", {}, False),
+        ("tools/call forecast", {"mcp.method.name": "tools/list"}, False),
+    ],
+)
+def test_an_mcp_server_call_is_told_by_its_method_and_name(
+    name: str, attributes: dict[str, Any], is_server: bool
+) -> None:
+    assert audit.is_mcp_server_call(AuditSpan(TRACE, "a" * 16, None, name, dict(attributes))) is is_server
+
+
+def test_an_mcp_servers_span_is_not_a_tool_call_of_its_own() -> None:
+    agent = tool_span(**MCP)
+    server = server_span(attributes={semconv.GEN_AI_OPERATION_NAME: semconv.OP_EXECUTE_TOOL})
+    calls, _ = audit_spans([agent, server], secrets=(), builtin_patterns=False)
+    assert [c.span_id for c in calls] == [agent.span_id]
+
+
+def _chain(length: int) -> list[AuditSpan]:
+    """The agent's ``execute_tool``, ``length - 1`` spans under it, then the server's ``tools/call``."""
+    agent = tool_span()
+    spans = [agent]
+    parent = agent.span_id
+    for hop in range(length - 1):
+        spans.append(AuditSpan(TRACE, f"{hop:016x}", parent, "POST /mcp", {}))
+        parent = f"{hop:016x}"
+    spans.append(server_span(parent=parent))
+    return spans
+
+
+def test_an_mcp_server_call_continues_the_agents_call_up_its_parents() -> None:
+    def continued(spans: list[AuditSpan]) -> list[str | None]:
+        calls, _ = audit_spans(spans, secrets=(), builtin_patterns=False)
+        return [s.continues for s in audit.mcp_server_calls(spans, calls)]
+
+    agent_id = tool_span().span_id
+    assert continued(_chain(1)) == [agent_id]  # straight under execute_tool (_meta)
+    assert continued(_chain(3)) == [agent_id]  # through the client's and the server's HTTP spans
+    assert continued(_chain(64)) == [agent_id]  # the 64th span up is still looked at
+    assert continued(_chain(65)) == [None]  # and no further
+    assert continued([server_span()]) == [None]  # a trace of its own
+    assert continued([tool_span(), server_span(parent="f" * 16)]) == [None]  # its parent not in the input
+    elsewhere = AuditSpan("2" * 32, tool_span().span_id, None, "execute_tool lookup", tool_span().attributes)
+    assert continued([elsewhere, server_span(parent=elsewhere.span_id)]) == [None]  # the same id in another trace
+    assert continued([tool_span(), span()]) == []  # no server span, no entry
+
+
+def test_an_mcp_server_calls_status_name_and_service_are_masked() -> None:
+    ok = server_span(service_name=f"svc-{SECRET}")
+    named = server_span("tools/call x", "1" * 16, attributes={semconv.GEN_AI_TOOL_NAME: f"t-{SECRET}"})
+    failed = server_span(f"tools/call {EMAIL}", "2" * 16, attributes={semconv.ERROR_TYPE: f"E-{SECRET}"})
+    status_only = server_span(span_id="3" * 16, status_code="ERROR")
+    found = audit.mcp_server_calls([ok, named, failed, status_only], [], secrets=[SECRET, SECRET, ""])
+    assert [(c.span_id, c.tool_name, c.service_name, c.status, c.error_type) for c in found] == [
+        (ok.span_id, "forecast", f"svc-{SHOWN}", "ok", None),
+        (named.span_id, f"t-{SHOWN}", None, "ok", None),
+        (failed.span_id, "ada.…[24 chars]", None, "error", f"E-{SHOWN}"),
+        (status_only.span_id, "forecast", None, "error", None),
+    ]
+    assert all(c.trace_id == TRACE for c in found)
+    unmasked = audit.mcp_server_calls([failed], [], secrets=[], builtin_patterns=False)
+    assert (unmasked[0].tool_name, unmasked[0].error_type) == (EMAIL, f"E-{SECRET}")
+
+
+def test_the_report_lists_the_mcp_server_calls_apart() -> None:
+    spans = [*_chain(2), server_span("tools/call other", "6e" * 8, attributes={semconv.ERROR_TYPE: "tool_error"})]
+    made = audit._report("f", "otlp-json", spans, secrets=[SECRET], builtin_patterns=True)
+    assert [c.tool_name for c in made.tool_calls] == ["lookup"]
+    text = render_text(made)
+    assert (
+        "\nMCP server spans: 2 (servers' side of the MCP tool calls above)\n"
+        f"  forecast  service=-  status=ok  continues=span_id={tool_span().span_id}  trace_id={TRACE}"
+        f"  span_id={'5e' * 8}\n"
+        f"  other  service=-  status=error (tool_error)  continues=none (a trace of its own)  trace_id={TRACE}"
+        f"  span_id={'6e' * 8}\n"
+    ) in text
+    assert "MCP server spans" not in render_text(
+        audit._report("f", "otlp-json", [tool_span()], secrets=[], builtin_patterns=True)
+    )
+    listed = json.loads(render_json(made))["mcp_server_calls"]
+    assert [(c["tool_name"], c["status"], c["continues"]) for c in listed] == [
+        ("forecast", "ok", tool_span().span_id),
+        ("other", "error", None),
+    ]

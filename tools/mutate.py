@@ -94,6 +94,8 @@ MODULES: Final[dict[str, Module]] = {
             "_report",
             "render_text",
             "_format_value",
+            "is_mcp_server_call",
+            "mcp_server_calls",
         ),
     ),
 }
