@@ -458,7 +458,7 @@ def _leave_to_mutant(name: str) -> None:
     def skipping(self: Any, fullname: str, path: Any = None, target: Any = None) -> Any:
         return None if fullname == name else find_spec(self, fullname, path, target)
 
-    rewrite.AssertionRewritingHook.find_spec = skipping  # type: ignore[method-assign]
+    rewrite.AssertionRewritingHook.find_spec = skipping  # type: ignore[method-assign,assignment]
 
 
 def _traced_pytest(module: Module, out: str) -> int:
