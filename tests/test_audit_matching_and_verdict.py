@@ -571,7 +571,7 @@ def test_the_report_lists_the_mcp_server_calls_apart() -> None:
     assert [c.tool_name for c in made.tool_calls] == ["lookup"]
     text = render_text(made)
     assert (
-        "\nMCP server spans: 2 (servers' side of the MCP tool calls above)\n"
+        "\n\nMCP server spans: 2 (servers' side of the MCP tool calls above)\n"  # after a blank line
         f"  forecast  service=-  status=ok  continues=span_id={tool_span().span_id}  trace_id={TRACE}"
         f"  span_id={'5e' * 8}\n"
         f"  other  service=-  status=error (tool_error)  continues=none (a trace of its own)  trace_id={TRACE}"
