@@ -367,6 +367,23 @@ def test_long_bytes_are_decoded_only_as_far_as_the_budget_keeps() -> None:
     assert isinstance(invalid, Cut) and invalid.kept == b64(b"\xff" + b"y" * 11)[:16]
 
 
+def test_long_other_bytes_are_read_for_a_secret_only_as_far_as_their_base64_is_kept() -> None:
+    """Bytes that are not UTF-8 and whose base64 is over the scrubbed characters: only their head
+    (``chars // 4 * 3 + 3`` bytes, whole base64 groups) is read as text for the scrubber, so a
+    secret ending at that bound makes the bytes their text and one starting there does not."""
+    chars = 8 * (10 + SCRUB_MARGIN)
+    bound = chars // 4 * 3 + 3
+    inside = b"\xff" + b"y" * (bound - 1 - len(SECRET)) + SECRET.encode() + b"y" * 1_000
+    kept = Walk(scrub, 10).node(inside)
+    assert kept == Cut("\ufffd" + "y" * 9, len(inside))  # its text, scrubbed (the secret beyond the cut)
+    for beyond in (
+        b"\xff" + b"y" * (bound - 1) + SECRET.encode() + b"y" * 1_000,  # starting at the bound
+        b"\xff" + b"y" * (bound - len(SECRET)) + SECRET.encode() + b"y" * 1_000,  # ending one byte over it
+    ):
+        encoded = Walk(scrub, 10).node(beyond)
+        assert encoded == Cut(b64(beyond[:9])[:10], 4 * ((len(beyond) + 2) // 3))  # base64 of its head
+
+
 def test_binary_media_is_base64_as_it_is_and_cut_to_the_budget() -> None:
     png = Blob(b"\x89PNG" + SECRET.encode())
     assert tree(png) == b64(png)  # an image is not text: not scrubbed
