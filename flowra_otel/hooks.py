@@ -96,8 +96,9 @@ class OtelHooks:
             ``tracestate``, the app's own ``baggage``) into ``params._meta`` of the tool calls
             flowra's MCP client sends, so the server continues the agent's trace (docs/configuration.md).
             Default True; False sends nothing (the MCP attributes and metrics stay).
-        mcp_servers: only these servers get the context: host names, ``host:port`` or URL
-            prefixes (``"https://tools.example/"``); None (default): every server.
+        mcp_servers: only these servers get the context: host names or addresses, ``host:port``
+            or ``http(s)://`` URLs whose path is a prefix (``"https://tools.example/team-a/"``),
+            matched by parts, never as strings (docs/mcp.md); None (default): every server.
 
     Raises:
         UnsupportedFlowraError: the installed flowra is not a supported release (or is missing).

@@ -29,7 +29,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from .core.testing import Leak, assert_no_leak, assert_no_log_leak, find_leaks, find_log_leaks
+from .core.testing import Leak, assert_no_leak, assert_no_log_leak, find_leaks, find_log_leaks, secret_forms
 
 if TYPE_CHECKING:
     from .hooks import OtelHooks
@@ -42,6 +42,7 @@ __all__ = [
     "assert_no_log_leak",
     "find_leaks",
     "find_log_leaks",
+    "secret_forms",
 ]
 
 VARYING_ATTRIBUTES: Final = frozenset({"gen_ai.response.time_to_first_chunk"})

@@ -2,10 +2,10 @@
 (the ``backend-fastmcp`` session's, from requirements/fastmcp.lock: FastMCP, the OpenTelemetry distro, the OTLP/HTTP
 exporter and the Starlette and httpx instrumentations), written as FastMCP's docs show:
 
-    python tests/fastmcp_tool_server.py PORT stateless|handshake                          # native telemetry
-    opentelemetry-instrument python tests/fastmcp_tool_server.py PORT stateless|handshake # + ASGI spans
+    python tests/fastmcp_tool_server.py PORT stateless|handshake [HOST]                          # native
+    opentelemetry-instrument python tests/fastmcp_tool_server.py PORT stateless|handshake [HOST] # + ASGI
 
-Streamable HTTP on 127.0.0.1:PORT/mcp, one tool, ``forecast``, that makes a span of its own
+Streamable HTTP on HOST:PORT/mcp (HOST 127.0.0.1 unless given), one tool, ``forecast``, that makes a span of its own
 (``lookup_forecast``) and records there what the request carried (tests/mcp_server_side.py). FastMCP's
 native telemetry makes the SERVER span ``tools/call forecast`` (scope ``fastmcp``), parented on the
 W3C context in ``params._meta`` only when no span is current; under ``opentelemetry-instrument`` the
@@ -40,10 +40,11 @@ def forecast(city: str) -> str:
 
 def main() -> None:
     port = int(sys.argv[1])
+    host = sys.argv[3] if len(sys.argv) > 3 else "127.0.0.1"
     app: Any = server.http_app(stateless_http=sys.argv[2] == "stateless")
     if sys.argv[2] != "stateless":
         app = HandshakeEraOnly(app)
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1)
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=1)
 
 
 if __name__ == "__main__":

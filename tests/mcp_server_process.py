@@ -40,9 +40,9 @@ def fastmcp_python() -> str:
     return require_executable(FASTMCP_ENV, "the FastMCP server venv (requirements/fastmcp.lock)")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        sock.bind((host, 0))
         port: int = sock.getsockname()[1]
         return port
 
@@ -60,14 +60,20 @@ INSTRUMENT_ENV: Final = {
 
 @contextlib.contextmanager
 def mcp_server(
-    python: str, era: str, traces_endpoint: str, *, script: Path = SERVER_SCRIPT, instrument: bool = False
+    python: str,
+    era: str,
+    traces_endpoint: str,
+    host: str = "127.0.0.1",
+    *,
+    script: Path = SERVER_SCRIPT,
+    instrument: bool = False,
 ) -> Iterator[str]:
-    """The test server ``script`` (``era``: ``stateless`` or ``handshake``) on a free loopback port,
-    exporting its spans to ``traces_endpoint``; under ``opentelemetry-instrument`` (the one beside
-    ``python``) with ``instrument``. Yields its URL."""
-    port = free_port()
+    """The test server ``script`` (``era``: ``stateless`` or ``handshake``) on a free port of the
+    loopback address ``host``, exporting its spans to ``traces_endpoint``; under
+    ``opentelemetry-instrument`` (the one beside ``python``) with ``instrument``. Yields its URL."""
+    port = free_port(host)
     env = {**os.environ, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": traces_endpoint, "OTEL_SDK_DISABLED": "false"}
-    command = [python, str(script), str(port), era]
+    command = [python, str(script), str(port), era, host]
     if instrument:
         env.update(INSTRUMENT_ENV)
         command = [str(Path(python).with_name("opentelemetry-instrument")), *command]
@@ -80,13 +86,13 @@ def mcp_server(
     try:
         deadline = time.monotonic() + 60
         while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.5):
                 break
             if process.poll() is not None or time.monotonic() > deadline:
                 err = process.stderr.read().decode(errors="replace") if process.stderr else ""
                 pytest.fail(f"the MCP server did not start: {err[-2000:]}")
             time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://{f'[{host}]' if ':' in host else host}:{port}/mcp"
     finally:
         process.terminate()
         try:

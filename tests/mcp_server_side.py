@@ -8,9 +8,10 @@ sessions'), imported by its bare name from those scripts (their folder is on ``s
   ``opentelemetry-instrument`` (the zero-code route FastMCP's docs recommend for HTTP servers), the
   distro has already installed one from the ``OTEL_*`` variables, and it is used as is.
 - ``record_request``: what reached the server, on the tool's own span, for the test to read back:
-  the ``_meta`` keys, its baggage, every ``traceparent`` HTTP header the request carried (two would
-  mean a doubled header), and a digest of the argument (which tells the calls apart; the argument
-  itself is a test's secret, which must reach the server as the argument only).
+  the ``_meta`` keys, its baggage, every ``traceparent`` and ``baggage`` HTTP header the request
+  carried (two traceparents would mean a doubled header), and a digest of the argument (which
+  tells the calls apart; the argument itself is a test's secret, which must reach the server as
+  the argument only).
 - ``HandshakeEraOnly``: refuse the stateless era (HTTP 400), as a server from before ``2026-07-28``
   does, so flowra's client falls back to ``initialize`` and an ``Mcp-Session-Id``.
 """
@@ -49,7 +50,8 @@ def record_request(span: Span, city: str, meta: Any, headers: Any) -> None:
     span.set_attribute("request.meta.keys", sorted(str(k) for k in raw))
     span.set_attribute("request.meta.baggage", str(raw.get("baggage", "")))
     getlist = getattr(headers, "getlist", None)
-    span.set_attribute("request.header.traceparent", list(getlist("traceparent")) if getlist is not None else [])
+    for header in ("traceparent", "baggage"):
+        span.set_attribute(f"request.header.{header}", list(getlist(header)) if getlist is not None else [])
 
 
 class HandshakeEraOnly:

@@ -1,10 +1,11 @@
 """A real MCP tool server for the end-to-end MCP tests, run in its own process and venv
 (the ``backend-mcp`` session's, from requirements/mcp.lock: the ``mcp`` SDK, which flowra-otel never imports).
 
-    python tests/mcp_tool_server.py PORT stateless|handshake
-    opentelemetry-instrument python tests/mcp_tool_server.py PORT stateless|handshake   # + ASGI spans
+    python tests/mcp_tool_server.py PORT stateless|handshake [HOST]
+    opentelemetry-instrument python tests/mcp_tool_server.py PORT stateless|handshake [HOST]   # + ASGI spans
 
-Streamable HTTP on 127.0.0.1:PORT/mcp. The tools: ``forecast`` (works), ``broken`` (a tool error,
+Streamable HTTP on HOST:PORT/mcp (HOST 127.0.0.1 unless given: the allow-list tests bind
+127.0.0.12 and ::1 too). The tools: ``forecast`` (works), ``broken`` (a tool error,
 ``isError: true``), ``refused`` (a JSON-RPC error, code ``REFUSED_CODE``, whose message carries the
 argument, as a real server's may), ``outage`` (every ``tools/call`` of it answered HTTP 500 before
 the SDK sees it, as a failing proxy or a crashed handler would; their JSON-RPC ids appended to
@@ -130,11 +131,12 @@ class Faults:
 
 def main() -> None:
     port = int(sys.argv[1])
+    host = sys.argv[3] if len(sys.argv) > 3 else "127.0.0.1"
     if sys.argv[2] == "stateless":
-        app: Any = Faults(server.streamable_http_app(stateless_http=True, host="127.0.0.1"))
+        app: Any = Faults(server.streamable_http_app(stateless_http=True, host=host))
     else:
-        app = HandshakeEraOnly(Faults(server.streamable_http_app(stateless_http=False)))
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1)
+        app = HandshakeEraOnly(Faults(server.streamable_http_app(stateless_http=False, host=host)))
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=1)
 
 
 if __name__ == "__main__":

@@ -19,10 +19,19 @@ from typing import Final
 import pytest
 
 from flowra_otel.export import configure_telemetry
+from tests.otlp_receiver import Mode, OtlpReceiver, Protocol, Signal
 
 FLUSHES: Final = 3
 REFUSAL_PHRASE: Final = "refused metrics"
 FIXES: Final = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_METRICS_EXPORTER=none")
+
+
+class TracesOnlyReceiver(OtlpReceiver):
+    """Accepts traces; refuses metrics with ``grpc_error`` / ``http_error_status``."""
+
+    def _note_attempt(self, protocol: Protocol, signal: Signal, headers: dict[str, str]) -> Mode:
+        super()._note_attempt(protocol, signal, headers)
+        return "error" if signal == "metrics" else "ok"
 
 
 @dataclass

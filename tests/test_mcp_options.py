@@ -53,7 +53,7 @@ def test_keys_already_in_meta_are_never_replaced_and_baggage_is_the_apps() -> No
         with tracer.start_as_current_span("execute_tool x") as span:
             fields = trace_fields(span, McpPropagation(), "http://h:1/mcp")
             off = trace_fields(span, McpPropagation(False, None), "http://h:1/mcp")
-            elsewhere = trace_fields(span, McpPropagation(True, ("tools.example.com",)), "http://h:1/mcp")
+            elsewhere = trace_fields(span, McpPropagation.build(True, ["tools.example.com"]), "http://h:1/mcp")
     finally:
         otel_context.detach(token)
     mine = "00-11111111111111111111111111111111-2222222222222222-01"

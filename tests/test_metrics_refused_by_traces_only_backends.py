@@ -24,17 +24,8 @@ import grpc
 import pytest
 
 from flowra_otel.core import export
-from tests.metrics_refusal import FLUSHES, export_with_base_endpoint
-from tests.otlp_receiver import Mode, OtlpReceiver, Protocol, Signal
-
-
-class TracesOnlyReceiver(OtlpReceiver):
-    """Accepts traces; refuses metrics with ``grpc_error`` / ``http_error_status``."""
-
-    def _note_attempt(self, protocol: Protocol, signal: Signal, headers: dict[str, str]) -> Mode:
-        super()._note_attempt(protocol, signal, headers)
-        return "error" if signal == "metrics" else "ok"
-
+from tests.metrics_refusal import FLUSHES, TracesOnlyReceiver, export_with_base_endpoint
+from tests.otlp_receiver import OtlpReceiver
 
 CASES = [
     pytest.param(("http/protobuf", 405, None), id="http-405-like-phoenix"),

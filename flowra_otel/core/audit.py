@@ -52,7 +52,6 @@ from __future__ import annotations
 import argparse
 import base64
 import binascii
-import codecs
 import dataclasses
 import datetime
 import json
@@ -69,7 +68,10 @@ from typing import Any, Final, Literal, TextIO
 
 from . import redaction, semconv
 from .content import BUILTIN_SECRET_PATTERNS
+from .same_origin_http import open_url
 from .secret_scan import scan_text
+from .shown_url import hidden_parts, shown_url
+from .text_input import UnreadableTextError, read_text_file
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -220,30 +222,6 @@ class AuditReport:
 # --------------------------------------------------------------------------------- reading
 
 
-_BOMS: Final = (
-    (codecs.BOM_UTF32_LE, "utf-32"),  # before UTF-16 LE: its BOM begins with UTF-16 LE's
-    (codecs.BOM_UTF32_BE, "utf-32"),
-    (codecs.BOM_UTF8, "utf-8-sig"),
-    (codecs.BOM_UTF16_LE, "utf-16"),
-    (codecs.BOM_UTF16_BE, "utf-16"),
-)
-
-
-def read_text_file(path: str | Path) -> str:
-    """A text file as editors and shells write them: UTF-8, with or without a byte order mark
-    (Notepad, PowerShell 5's ``Out-File -Encoding utf8``), or UTF-16 / UTF-32 with one
-    (PowerShell 5's ``>``). The mark is never part of the text: a secret read as ``"\ufeff<secret>"``
-    is looked for as that and never found, and the audit read "clean" with the secret in a span.
-
-    Raises ``FileNotFoundError``, ``OSError`` and ``UnicodeDecodeError`` as ``read_text`` does.
-    """
-    data = Path(path).read_bytes()
-    for bom, encoding in _BOMS:
-        if data.startswith(bom):
-            return data.decode(encoding)
-    return data.decode("utf-8")
-
-
 def load_traces(path: str | Path) -> tuple[Format, list[AuditSpan]]:
     """Every span of a trace export file (see the module docstring), and which format it was.
 
@@ -256,8 +234,8 @@ def load_traces(path: str | Path) -> tuple[Format, list[AuditSpan]]:
         text = read_text_file(path)
     except FileNotFoundError:
         raise AuditInputError(f"{name}: no such file") from None
-    except UnicodeDecodeError:
-        raise AuditInputError(f"{name}: not UTF-8 text (expected {_EXPECTED})") from None
+    except UnreadableTextError as exc:
+        raise AuditInputError(f"{name}: {exc} (expected {_EXPECTED})") from None
     except OSError as exc:
         raise AuditInputError(f"{name}: cannot read: {exc.strerror or exc}") from None
     if not text.strip():
@@ -922,7 +900,7 @@ def audit_phoenix(
         AuditInputError: Phoenix unreachable or answering an error, no such project, or no span.
     """
     spans = fetch_phoenix_spans(url, project, since=since, timeout=timeout)
-    where = f"{url.rstrip('/')} project {project!r}" + (f" since {since.isoformat()}" if since else "")
+    where = f"{shown_url(url).rstrip('/')} project {project!r}" + (f" since {since.isoformat()}" if since else "")
     if not spans:
         raise AuditInputError(f"{where}: no spans (nothing to audit)")
     return _report(where, "phoenix-json", spans, secrets=secrets, builtin_patterns=builtin_patterns)
@@ -933,9 +911,10 @@ def fetch_phoenix_spans(
 ) -> list[AuditSpan]:
     """Every span of ``project`` from ``GET /v1/projects/{project}/spans``, all pages.
 
-    ``PHOENIX_API_KEY``, when set, is sent as a bearer token (Phoenix with authentication on).
+    ``PHOENIX_API_KEY``, when set, is sent as a bearer token (Phoenix with authentication on),
+    never to another origin on a redirect, and never after a redirect from https (``same_origin_http``).
     """
-    base = url.rstrip("/")
+    base = _phoenix_base(url)
     headers = {"Accept": "application/json"}
     api_key = os.environ.get("PHOENIX_API_KEY")
     if api_key:
@@ -965,10 +944,26 @@ _PAGE_SIZE: Final = 1000
 _MAX_PAGES: Final = 1000
 
 
+def _phoenix_base(url: str) -> str:
+    """``--phoenix URL`` as the base of the API's addresses: http or https, no user info, query
+    or fragment (the key goes in ``PHOENIX_API_KEY``; a message shows the URL without them)."""
+    shown = shown_url(url)
+    scheme = url.partition("://")[0].lower() if "://" in url else ""
+    if scheme not in ("http", "https"):
+        raise AuditInputError(f"--phoenix {shown!r}: give Phoenix's http:// or https:// URL")
+    hidden = hidden_parts(url)
+    if hidden:
+        raise AuditInputError(
+            f"--phoenix {shown!r}: the URL holds {' and '.join(hidden)}; give the base URL alone "
+            "(an API key goes in PHOENIX_API_KEY)"
+        )
+    return url.strip().rstrip("/")
+
+
 def _get_json(address: str, headers: Mapping[str, str], timeout: float, at: str) -> Any:
     request = urllib.request.Request(address, headers=dict(headers))
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with open_url(request, timeout) as response:
             body = response.read()
     except urllib.error.HTTPError as exc:
         detail = exc.read()[:200].decode("utf-8", "replace").strip()
@@ -1027,9 +1022,7 @@ def _report(
 def _format_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, str | int | float):
+    if isinstance(value, str | int | float):  # NaN and infinities too: "nan", "inf"
         return str(value)
     return json.dumps(value, ensure_ascii=False)
 
@@ -1149,17 +1142,27 @@ _LINE_BREAK: Final = re.compile(r"\r\n|\r|\n")
 
 
 def _read_secrets(path: str) -> list[str]:
-    """One secret a line, as any editor saves them (``read_text_file``; LF, CRLF or CR line ends).
+    """One secret a line, as any editor saves them (``text_input.read_text_file``: UTF-8, UTF-16 or
+    UTF-32, with or without a byte order mark, else refused; LF, CRLF or CR line ends).
     Each is stripped of surrounding whitespace (an editor's trailing space would otherwise make
     the secret never match; a stripped secret matches wherever the unstripped one would)."""
     try:
         text = read_text_file(path)
     except FileNotFoundError:
         raise AuditInputError(f"{path}: no such secrets file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnreadableTextError) as exc:
         raise AuditInputError(f"{path}: cannot read the secrets file: {exc}") from None
     lines = (line.strip() for line in _LINE_BREAK.split(text))
     return [line for line in lines if line and not line.startswith("#")]
+
+
+def _is_text(value: str) -> bool:
+    """False for a string holding lone surrogates (bytes ``surrogateescape`` could not decode)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
@@ -1170,6 +1173,8 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
         secrets = list(args.secret)
         if any(not s for s in secrets):
             raise AuditInputError("--secret must not be empty")
+        if any(not s.isascii() and not _is_text(s) for s in secrets):
+            raise AuditInputError("--secret holds bytes that are not valid UTF-8 (the locale could not decode them)")
         if args.secrets_file:
             secrets.extend(_read_secrets(args.secrets_file))
         builtin = not args.no_builtin_patterns

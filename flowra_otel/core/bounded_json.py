@@ -283,7 +283,10 @@ class Walk:
     def data(self, data: bytes) -> str | Cut:
         """Bytes that are not media (a tool's raw output, a key read from a file) are a leaf like
         any other, scrubbed: UTF-8 text is recorded as that text; anything else as base64, whose
-        text goes through the scrubber too. Decoded or encoded only as far as the budget keeps."""
+        text goes through the scrubber too, unless the scrubber finds something in the bytes read
+        as text (each invalid byte a U+FFFD): then that text is recorded, scrubbed, since a key in
+        a file with one stray byte would otherwise leave in base64, where no pattern sees it.
+        Decoded or encoded only as far as the budget keeps."""
         size = len(data)
         chars = None if self.cap is None else _MAX_WINDOWS * (self.cap + SCRUB_MARGIN)  # scrubbed at most
         whole = chars is None or size <= 4 * chars  # at most 4 bytes a character
@@ -296,6 +299,10 @@ class Walk:
         except UnicodeDecodeError:
             total = 4 * ((size + 2) // 3)
             chunk = data if chars is None or total <= chars else data[: chars // 4 * 3 + 3]
+            if self.scrub is not None:
+                text = chunk.decode("utf-8", "replace")
+                if self.clean(text) != utf8_safe(text):  # the scrubber takes something out of it
+                    return self._string(text, len(text) if chunk is data else size)
             return self._string(base64.b64encode(chunk).decode("ascii"), total)
         return self._string(head, size)  # ``size`` bytes: at most that many characters
 

@@ -8,6 +8,8 @@ cause and one fix, and the variables already tell which, so `configure_telemetry
 the zero-code configurator) logs one line per mistake when it sets up the exporters: the
 variable, what it holds and what to set. Nothing is changed: the exporters still get what the
 user set (guessing the "right" URL would hide the mistake from everything else that reads it).
+A line shows the value as ``shown_url`` does (scheme, host, port, path: a token in the user info
+or the query goes to no log), and says when it left parts out.
 
 The rules follow how the exporters resolve endpoints (the OTLP exporter specification):
 
@@ -26,6 +28,8 @@ from __future__ import annotations
 import urllib.parse
 from collections.abc import Mapping
 from typing import Final, Literal
+
+from .shown_url import hidden_parts, shown_url
 
 __all__ = ["endpoint_problems"]
 
@@ -69,7 +73,23 @@ def endpoint_problems(protocols: Mapping[Signal, Protocol], environ: Mapping[str
 
 
 def _problems(signal: Signal, protocol: Protocol, name: str, given: str, environ: Mapping[str, str]) -> list[str]:
-    raw = _without_password(given)  # what the messages show
+    # What the messages show, and every URL they suggest is built from: scheme, host, port and
+    # path only (the value's user info, query and fragment may be credentials: never logged).
+    raw = shown_url(given)
+    note = _hidden_note(given)
+    return [
+        p.replace(f"{name}={raw!r}", f"{name}={raw!r}{note}", 1) for p in _found(signal, protocol, name, raw, environ)
+    ]
+
+
+def _hidden_note(given: str) -> str:
+    hidden = hidden_parts(given)
+    if not hidden:
+        return ""
+    return f" (its {' and '.join(hidden)} left out here; a fix keeps {'them' if len(hidden) > 1 else 'it'})"
+
+
+def _found(signal: Signal, protocol: Protocol, name: str, raw: str, environ: Mapping[str, str]) -> list[str]:
     if "://" not in raw:
         if protocol == "grpc":
             return []  # the gRPC exporter takes host:port as it is
@@ -124,17 +144,5 @@ def _problems(signal: Signal, protocol: Protocol, name: str, given: str, environ
 
 
 def _with_port(url: urllib.parse.SplitResult, port: int) -> str:
-    userinfo, _, hostport = url.netloc.rpartition("@")
-    host = hostport.rsplit(":", 1)[0] if not hostport.endswith("]") else hostport
-    netloc = f"{userinfo}@{host}:{port}" if userinfo else f"{host}:{port}"
-    return urllib.parse.urlunsplit(url._replace(netloc=netloc))
-
-
-def _without_password(raw: str) -> str:
-    """``raw`` with a password in its user info shown as ``***``: the line goes to the logs."""
-    scheme, sep, rest = raw.partition("://")
-    netloc, slash, tail = rest.partition("/")
-    userinfo, at, hostport = netloc.rpartition("@")
-    if not sep or not at or ":" not in userinfo:
-        return raw
-    return f"{scheme}://{userinfo.split(':', 1)[0]}:***@{hostport}{slash}{tail}"
+    host = url.netloc.rsplit(":", 1)[0] if not url.netloc.endswith("]") else url.netloc
+    return urllib.parse.urlunsplit(url._replace(netloc=f"{host}:{port}"))

@@ -36,6 +36,9 @@ production without code changes:
   UNAVAILABLE) are the exporter's to retry and report, as before.
   That warning says traces are unaffected only once a trace export of the same configuration
   has succeeded (`_TraceDelivery`): a base endpoint that refuses metrics may refuse traces too.
+* The OTLP exporters' own log lines (and urllib3's under them) never show the endpoints' user
+  info, query or fragment, or a header value: ``log_credentials`` masks them, as every line of
+  ours shows a URL through ``shown_url``.
 * Endpoint variables that cannot work as written (a traces URL without ``/v1/traces``, a base URL
   ending in it, HTTP to port 4317 or gRPC to 4318, no scheme) get one warning each, naming the
   variable, its value and the fix, before the first export (``endpoint_check``): those of every
@@ -98,7 +101,10 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 
 from .console import ConsoleTreeExporter
 from .endpoint_check import Signal, endpoint_problems
+from .log_credentials import note_environment, watch_loggers
 from .otlp_json_file import FLOWRA_OTEL_TRACES_FILE, OtlpJsonFileSpanExporter
+from .same_origin_http import otlp_http_session
+from .shown_url import shown_url
 
 if TYPE_CHECKING:
     from opentelemetry.sdk._logs import LoggerProvider as SdkLoggerProvider
@@ -296,7 +302,7 @@ class _MetricsRefusalGuard(MetricExporter):
                 "exits; %s. To silence this, give the traces endpoint (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) "
                 "instead of OTEL_EXPORTER_OTLP_ENDPOINT, or set OTEL_METRICS_EXPORTER=none; to keep the "
                 "metrics, send them to an OpenTelemetry Collector (OTEL_EXPORTER_OTLP_METRICS_ENDPOINT)",
-                getattr(self._exporter, "_endpoint", "?"),
+                shown_url(getattr(self._exporter, "_endpoint", "?")),
                 self._refused,
                 self._traces_note(),
             )
@@ -922,9 +928,14 @@ def _warn_about_endpoints(
     traces: OtlpProtocol | None, metrics: OtlpProtocol | None, logs: OtlpProtocol | None = None
 ) -> None:
     """One warning per endpoint mistake of the signals about to be exported over OTLP
-    (`endpoint_check`): before any export, so it comes ahead of the exporters' raw errors."""
+    (`endpoint_check`): before any export, so it comes ahead of the exporters' raw errors. And,
+    before any exporter exists (they log about their endpoints and headers from the start), the
+    environment's credentials are kept out of their lines (`log_credentials`)."""
     chosen: tuple[tuple[Signal, OtlpProtocol | None], ...] = (("traces", traces), ("metrics", metrics), ("logs", logs))
     protocols = {signal: protocol for signal, protocol in chosen if protocol is not None}
+    if protocols:
+        note_environment()
+        watch_loggers()
     for problem in endpoint_problems(protocols, os.environ):
         _logger.warning("%s", problem)
 
@@ -950,7 +961,7 @@ def _otlp_span_exporter(protocol: OtlpProtocol) -> SpanExporter:
         return GrpcSpanExporter()
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
 
-    return HttpSpanExporter()
+    return HttpSpanExporter(session=otlp_http_session("traces"))
 
 
 def _otlp_metric_exporter(protocol: OtlpProtocol) -> MetricExporter:
@@ -960,4 +971,4 @@ def _otlp_metric_exporter(protocol: OtlpProtocol) -> MetricExporter:
         return GrpcMetricExporter()
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as HttpMetricExporter
 
-    return HttpMetricExporter()
+    return HttpMetricExporter(session=otlp_http_session("metrics"))

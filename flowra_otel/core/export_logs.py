@@ -233,4 +233,6 @@ def _otlp_log_exporter(protocol: OtlpProtocol) -> LogRecordExporter:
         return GrpcLogExporter()
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogExporter
 
-    return HttpLogExporter()
+    from .same_origin_http import otlp_http_session
+
+    return HttpLogExporter(session=otlp_http_session("logs"))

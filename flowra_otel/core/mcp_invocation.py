@@ -40,6 +40,7 @@ from opentelemetry.metrics import Histogram, Meter
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from .errors import error_type_of
+from .server_allow_list import ServerEntry, allowed, parse_entries
 
 logger = logging.getLogger("flowra_otel")
 
@@ -70,8 +71,8 @@ class McpPropagation:
     """Whether a call's trace context goes into ``params._meta``, and to which servers."""
 
     enabled: bool = True
-    servers: tuple[str, ...] | None = None
-    """None: every server. Else ``host``, ``host:port`` or a URL prefix (``https://mcp.example/``)."""
+    servers: tuple[ServerEntry, ...] | None = None
+    """None: every server. Else the parsed ``mcp_servers`` entries (``server_allow_list``)."""
 
     @classmethod
     def build(cls, propagate: object, servers: object) -> McpPropagation:
@@ -84,31 +85,14 @@ class McpPropagation:
         if isinstance(servers, (str, bytes)) or not isinstance(servers, Iterable):
             msg = "mcp_servers must be an iterable of host names, host:port or URL prefixes (not one string)"
             raise TypeError(msg)
-        items: list[str] = []
-        for item in servers:
-            if not isinstance(item, str) or not item.strip():
-                msg = f"mcp_servers entries must be non-empty strings, got {item!r}"
-                raise ValueError(msg)
-            items.append(item.strip().lower())
-        return cls(propagate, tuple(items))
+        return cls(propagate, parse_entries(servers))
 
     def allows(self, url: str) -> bool:
-        """Whether the trace context may be sent to the server at ``url``."""
+        """Whether the trace context may be sent to the server at ``url``: the one question every
+        way of sending it asks (the URL matched by its parts, ``server_allow_list``)."""
         if not self.enabled:
             return False
-        if self.servers is None:
-            return True
-        lowered = url.lower()
-        parts = urlsplit(lowered)
-        host = parts.hostname or ""
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        for entry in self.servers:
-            if "://" in entry:
-                if lowered.startswith(entry):
-                    return True
-            elif entry in (host, f"{host}:{port}"):
-                return True
-        return False
+        return self.servers is None or allowed(url, self.servers)
 
 
 class McpInstruments:

@@ -116,13 +116,19 @@ def safe_float(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def _type_name(cls: type) -> str:
+    """``module.Qualname`` of an exception class; a builtin's, or one that names no module, bare."""
+    module = getattr(cls, "__module__", "")
+    qualname = getattr(cls, "__qualname__", cls.__name__)
+    return qualname if module in ("", "builtins") else f"{module}.{qualname}"
+
+
 def failure_summary(exc: BaseException) -> str:
     """What the plugin's own log says about a failure of the user's code (``redact=``, a name or
     conversation-id callable): the exception's type and where it was raised (file, line,
     function), never its message or traceback text, which routinely echo the value being
     processed (``invalid literal for int(): '4111 1111 1111 1111'``)."""
-    cls = type(exc)
-    name = f"{getattr(cls, '__module__', '')}.{getattr(cls, '__qualname__', cls.__name__)}".removeprefix("builtins.")
+    name = _type_name(type(exc))
     where = ""
     try:
         tb = exc.__traceback__
@@ -140,8 +146,7 @@ def failure_trail(exc: BaseException, *, frames: int = 12) -> str:
     """``failure_summary`` with the whole way there: the exception's type, then each frame it
     went through, innermost first (the last ``frames``), as ``file:line in function``; for a chained
     exception, the type of its cause. No message, no source text."""
-    cls = type(exc)
-    name = f"{getattr(cls, '__module__', '')}.{getattr(cls, '__qualname__', cls.__name__)}".removeprefix("builtins.")
+    name = _type_name(type(exc))
     steps: list[str] = []
     try:
         tb = exc.__traceback__

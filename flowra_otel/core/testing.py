@@ -16,10 +16,16 @@ values of every type (strings, numbers, booleans, arrays of them: a card number 
 attribute is found), event names and attributes, link attributes, the status description, the
 resource attributes and the instrumentation scope. Content attributes are JSON
 (``gen_ai.input.messages``...), where a secret may only appear escaped (``"pa\\"ss"``,
-``"\\u00e9"``, a PEM key's ``\\n``, a JSON document inside a JSON string), and a truncated
-attribute is JSON no more: every text is searched raw, decoded when it parses as JSON (layer by
-layer), and JSON-unescaped when it does not
-(``flowra_otel.secret_scan``, the scanner the ``audit`` command uses too).
+``"\\u00e9"``, a PEM key's ``\\n``, a JSON document inside a JSON string), media and bytes go
+out as base64, and a truncated attribute is JSON no more: so each secret is searched for as plain
+substrings, in every form it can take there (`secret_forms`: as is, JSON-escaped up to
+``JSON_LAYERS`` strings deep, with or without ``\\u`` escapes, percent-encoded, base64 at each of
+its three alignments, Python-escaped). Nothing is decoded or parsed, so a cut document is searched
+like a whole one.
+
+Why not the audit's scanner (``flowra_otel.secret_scan``): these helpers are how the package's own
+tests judge every safeguard, that scanner among them. Written apart from it, a scanner that stops
+looking too early cannot make the tests that check it stop looking too.
 
 Pair every ``assert_no_leak`` with a positive check (the redacted replacement *is* recorded):
 a trace with no content at all also has no leak.
@@ -31,17 +37,26 @@ body, every attribute key and every leaf of the structured values, resource and 
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import fnmatch
+import functools
+import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
+from urllib.parse import quote, quote_plus
 
 from opentelemetry.sdk.trace import ReadableSpan
 
-from .secret_scan import scan_text
+__all__ = ["Leak", "assert_no_leak", "assert_no_log_leak", "find_leaks", "find_log_leaks", "secret_forms"]
 
-__all__ = ["Leak", "assert_no_leak", "assert_no_log_leak", "find_leaks", "find_log_leaks"]
+JSON_LAYERS: Final = 4
+"""How many JSON strings deep a secret's escaped form is looked for (a JSON document in a JSON
+string in a JSON string...)."""
+BASE64_FROM: Final = 12
+"""Bytes a secret needs before its base64 forms are looked for (a shorter one's few base64
+characters would turn up in unrelated base64 by chance)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -60,10 +75,10 @@ class Leak:
     """Position of the secret in the ``secrets`` given to ``find_leaks``."""
     secret: str = dataclasses.field(repr=False)
     decoded: bool = False
-    """True when the secret was found only after JSON-decoding the text."""
+    """True when the secret was found only in an encoded form (JSON-escaped, base64...)."""
 
     def __str__(self) -> str:
-        how = " (after JSON-unescaping)" if self.decoded else ""
+        how = " (encoded)" if self.decoded else ""
         return f"span {self.span_name!r} [{self.span_id}]: {self.where} contains {_describe(self)}{how}"
 
 
@@ -87,10 +102,44 @@ def _secrets(secrets: str | Iterable[str]) -> tuple[str, ...]:
     return tuple(values)
 
 
+@functools.lru_cache(maxsize=256)
+def secret_forms(secret: str) -> tuple[str, ...]:
+    """Every text ``secret`` may be written as in an export or a log line, itself first: see the
+    module docstring. Each form once; a plain substring search for them is the whole check."""
+    forms: dict[str, None] = {secret: None}
+    for ascii_only in (False, True):
+        layer = secret
+        for _ in range(JSON_LAYERS):
+            layer = json.dumps(layer, ensure_ascii=ascii_only)[1:-1]
+            forms.setdefault(layer, None)
+    forms.setdefault(repr(secret)[1:-1], None)
+    for encoded in (quote(secret, safe=""), quote(secret), quote_plus(secret)):
+        forms.setdefault(encoded, None)
+    data = secret.encode("utf-8", "surrogatepass")
+    if len(data) >= BASE64_FROM:
+        for offset in range(3):
+            for encode in (base64.b64encode, base64.urlsafe_b64encode):
+                forms.setdefault(_base64_core(encode, data, offset), None)
+    return tuple(forms)
+
+
+def _base64_core(encode: Any, data: bytes, offset: int) -> str:
+    """The base64 characters that ``data`` alone decides when it starts ``offset`` bytes into a
+    longer value (the characters it shares with its neighbours are left out)."""
+    text: str = encode(b"\0" * offset + data + b"\0\0").decode("ascii")
+    first = -(-8 * offset // 6)  # the first character made of the data's bits only
+    last = (8 * (offset + len(data))) // 6  # one past the last such character
+    return text[first:last]
+
+
 def _find(text: str, secrets: Sequence[str]) -> Iterator[tuple[int, bool]]:
-    """(secret index, found only after decoding) for each secret in ``text``."""
-    for finding in scan_text(text, secrets=secrets):
-        yield finding.index, finding.decoded
+    """(secret index, found only in an encoded form) for each secret in ``text``."""
+    for index, secret in enumerate(secrets):
+        forms = secret_forms(secret)
+        if forms[0] in text:
+            yield index, False
+        elif any(form in text for form in forms[1:]):
+            yield index, True
 
 
 def _attribute_texts(attributes: Mapping[str, Any] | None, prefix: str) -> Iterator[tuple[str, str]]:
@@ -139,7 +188,7 @@ def find_leaks(spans: Iterable[ReadableSpan], secrets: str | Iterable[str]) -> l
     """Every place in ``spans`` where one of ``secrets`` appears (substring match), in span order.
 
     ``secrets``: the values that must not be exported (a single string counts as one secret).
-    A secret is also found inside JSON text after unescaping (see the module docstring).
+    A secret is also found in its encoded forms (`secret_forms`: JSON-escaped, base64...).
     Raises ``ValueError`` for an empty secret and ``TypeError`` for a non-string one.
     """
     values = _secrets(secrets)

@@ -45,7 +45,9 @@ from .environment_variables import (
     OTEL_INSTRUMENTATION_GENAI_UPLOAD_BASE_PATH,
     OTEL_INSTRUMENTATION_GENAI_UPLOAD_FORMAT,
 )
+from .log_credentials import without_credentials
 from .safety import internal_error
+from .shown_url import shown_url
 
 logger = logging.getLogger("flowra_otel")
 
@@ -74,8 +76,14 @@ class UploadTarget:
     directory: Path | None = None
     """The local directory (a plain path or a ``file://`` URL); None: an fsspec URL."""
 
+    @property
+    def shown(self) -> str:
+        """The base as spans and log lines show it: a URL without user info, query or fragment
+        (``shown_url``; credentials never go into a trace or a log), a local path as given."""
+        return shown_url(self.base) if self.directory is None or "://" in self.base else self.base
+
     def ref(self, name: str) -> str:
-        return f"{self.base.rstrip('/')}/{name}"
+        return f"{self.shown.rstrip('/')}/{name}"
 
 
 def _format_from_env() -> UploadFormat:
@@ -98,21 +106,23 @@ def _target(value: str) -> UploadTarget:
     if "://" not in text:
         return UploadTarget(text, fmt, Path(text).expanduser())
     parsed = urlparse(text)
+    shown = shown_url(text)  # the messages' URL: no user info, query or fragment
     if parsed.scheme == "file":
         if parsed.netloc not in ("", "localhost"):
-            msg = f"content_upload={value!r}: a file:// URL must name a local path (file:///dir)"
+            msg = f"content_upload={shown!r}: a file:// URL must name a local path (file:///dir)"
             raise ValueError(msg)
         return UploadTarget(text, fmt, Path(unquote(parsed.path)))
     try:
         import fsspec  # type: ignore[import-not-found, unused-ignore]  # optional: any other URL needs it
     except ImportError:
-        msg = f"content_upload={value!r}: URLs other than file:// need fsspec (pip install fsspec)"
+        msg = f"content_upload={shown!r}: URLs other than file:// need fsspec (pip install fsspec)"
         raise ValueError(msg) from None
     try:
         fsspec.core.url_to_fs(text)
     except Exception as exc:  # an unknown protocol, or its implementation (gcsfs, s3fs) missing
-        msg = f"content_upload={value!r}: fsspec cannot open it ({type(exc).__name__}: {exc})"
-        raise ValueError(msg) from exc
+        why = without_credentials(str(exc), text)  # fsspec's message may quote the URL
+        msg = f"content_upload={shown!r}: fsspec cannot open it ({type(exc).__name__}: {why})"
+        raise ValueError(msg) from None
     return UploadTarget(text, fmt, None)
 
 
@@ -221,7 +231,7 @@ class ContentUploader:
                         "flowra_otel: %d content upload(s) dropped: %d writes already waiting for %s",
                         self._dropped,
                         MAX_PENDING,
-                        self.target.base,
+                        self.target.shown,
                     )
                 return ref
             self._jobs.append((name, body))

@@ -147,6 +147,33 @@ async def test_huge_counts_inside_an_app_span_reach_the_receiver_capped(
     assert encoder_errors() == []
 
 
+@pytest.mark.parametrize(
+    ("count", "recorded"),
+    [(float("inf"), 0), (float("-inf"), 0), (float("nan"), 0), (1e300, INT64_MAX), ("12", 12)],
+    ids=["inf", "-inf", "nan", "1e300", "text"],
+)
+async def test_non_finite_and_odd_counts_never_raise_and_still_export(
+    count: Any, recorded: int, pipeline: Pipeline, encoder_errors: Callable[[], list[str]]
+) -> None:
+    """A count that is ``inf``, ``nan``, beyond any int, or text: the run's answer is unchanged,
+    every span and every instrument's points reach the receiver, and each count on the spans is
+    an int64 (0 for what is no finite number)."""
+    usage = Usage(input_tokens=count, output_tokens=count, cache_read_input_tokens=count, cost_usd=count)
+    hooks = OtelHooks(tracer_provider=pipeline.tracer_provider, meter_provider=pipeline.meter_provider)
+    await run_in_app_span(pipeline, hooks, usage)
+    assert pipeline.meter_provider.force_flush()
+    rx = pipeline.rx
+    assert len(rx.metrics_requests) == 1
+    assert {p.name for p in rx.metric_points()} >= INSTRUMENTS - {instruments.FLOWRA_COST}
+    chats = rx.spans_named(CHAT)
+    assert len(chats) == 2
+    for span in chats:
+        assert span.attributes.get(semconv.GEN_AI_USAGE_OUTPUT_TOKENS, 0) == recorded
+        tokens = span.attributes.get(semconv.GEN_AI_USAGE_INPUT_TOKENS, 0)
+        assert isinstance(tokens, int) and 0 <= tokens <= INT64_MAX
+    assert encoder_errors() == []
+
+
 async def test_without_the_int64_cap_the_whole_metrics_export_is_lost(
     pipeline: Pipeline, encoder_errors: Callable[[], list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -411,7 +411,7 @@ def test_metrics_lines_are_skipped(tmp_path: Path, capsys: pytest.CaptureFixture
             '{"data": [{"spans": [42]}]}', "data[0].spans[0] is a number, expected an object", id="jaeger-shape"
         ),
         pytest.param('{"resourceMetrics": []}', "holds no traces", id="metrics-only"),
-        pytest.param(b"\xff\xfe\x00binary", "not UTF-8 text", id="binary"),
+        pytest.param(b"\xff\xfe\x00binary", "not valid UTF-16 LE", id="binary"),
     ],
 )
 def test_malformed_input_exits_2_with_one_line(

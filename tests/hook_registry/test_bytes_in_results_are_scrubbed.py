@@ -6,7 +6,9 @@ store). The plugin once base64-encoded every ``bytes`` leaf as if it were an ima
 tool's span and again in the next request's messages. Only media (images, ``blob`` parts) is
 opaque; any other bytes leaf is recorded as its text when it is UTF-8 (scrubbed as text), else as
 base64 whose text goes through the scrubber too (a ``redact=`` that recognises an encoded value
-still sees it). Budgets apply as for text.
+still sees it), unless the scrubber finds something in the bytes read as text (each invalid byte
+U+FFFD): then that text, scrubbed, so a key in a file with a stray byte never leaves in base64.
+Budgets apply as for text.
 
 Each case pairs "the key is nowhere, neither raw nor in the base64 the old rule made" with "the
 scrubbed text is exactly what is recorded"; the paired negative puts the old rule back
@@ -46,15 +48,22 @@ AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
 CREDENTIALS = f"[default]\naws_access_key_id = {AWS_KEY}\n".encode()
 """UTF-8 bytes: recorded as their text, scrubbed."""
 SEALED = b"\x00\xff\xfe sealed " + AWS_KEY.encode()
-"""Not UTF-8: recorded as base64, and that text is what the scrubber sees."""
+"""Not UTF-8, with the key in it: recorded as its text read with U+FFFD, scrubbed."""
 SEALED_B64 = base64.b64encode(SEALED).decode("ascii")
+SEALED_TEXT = "\x00\ufffd\ufffd sealed [REDACTED:api_key]"
+OPAQUE = b"\x00\xff\xfe opaque"
+"""Not UTF-8, nothing in it a scrubber takes out: recorded as base64, whose text the scrubber sees."""
+OPAQUE_B64 = base64.b64encode(OPAQUE).decode("ascii")
 LEAK_FORMS = [AWS_KEY, base64.b64encode(CREDENTIALS).decode("ascii"), SEALED_B64]
-"""The key, and the base64 of each value (what the old rule recorded)."""
+"""The key (in every form, base64 at any alignment included), and the base64 of each value (what
+the old rule recorded)."""
 
 
 def read_credentials_tool() -> LocalTool:
     async def handler(ctx: ToolExecutionContext) -> ToolResult:
-        return ToolResult(content=cast("str", {"profile": "default", "file": CREDENTIALS, "sealed": SEALED}))
+        return ToolResult(
+            content=cast("str", {"profile": "default", "file": CREDENTIALS, "sealed": SEALED, "opaque": OPAQUE})
+        )
 
     definition = ToolDefinition(
         name="read_credentials", description="Reads the credentials file.", input_schema={"type": "object"}
@@ -62,9 +71,9 @@ def read_credentials_tool() -> LocalTool:
     return LocalTool(definition=definition, handler=handler)
 
 
-def mask_sealed(text: str) -> str:
-    """A ``redact=`` that knows the sealed blob's base64 form (and nothing about AWS keys)."""
-    return text.replace(SEALED_B64, "[SEALED]")
+def mask_opaque(text: str) -> str:
+    """A ``redact=`` that knows the opaque blob's base64 form (and nothing about AWS keys)."""
+    return text.replace(OPAQUE_B64, "[OPAQUE]")
 
 
 async def run(otel: OtelHooks) -> None:
@@ -92,28 +101,32 @@ def result_and_history(exporter: InMemorySpanExporter) -> tuple[Any, Any]:
 
 
 @pytest.mark.parametrize(
-    ("options", "sealed"),
+    ("options", "opaque"),
     [
-        ({"redact_secrets": True, "redact": mask_sealed}, "[SEALED]"),
-        ({"redact_secrets": True}, SEALED_B64),  # base64 the built-in patterns cannot read: shown
+        ({"redact_secrets": True, "redact": mask_opaque}, "[OPAQUE]"),
+        ({"redact_secrets": True}, OPAQUE_B64),  # base64 with nothing in it the patterns take out
     ],
     ids=["redact_and_secrets", "secrets_only"],
 )
 async def test_bytes_in_a_tool_result_are_scrubbed_as_text(
     options: dict[str, Any],
-    sealed: str,
+    opaque: str,
     make_otel_hooks: MakeHooks,
     span_exporter: InMemorySpanExporter,
     ledger: SpanLedger,
 ) -> None:
     await run(make_otel_hooks(capture_content=True, **options))
     assert_all_ended(ledger, span_exporter)
-    expected = {"profile": "default", "file": "[default]\naws_access_key_id = [REDACTED:api_key]\n", "sealed": sealed}
+    expected = {
+        "profile": "default",
+        "file": "[default]\naws_access_key_id = [REDACTED:api_key]\n",
+        "sealed": SEALED_TEXT,
+        "opaque": opaque,
+    }
     result, response = result_and_history(span_exporter)
     assert result == expected
     assert response == expected
-    secrets = LEAK_FORMS if "redact" in options else LEAK_FORMS[:2]
-    assert_no_leak(span_exporter.get_finished_spans(), secrets)
+    assert_no_leak(span_exporter.get_finished_spans(), LEAK_FORMS)
 
 
 async def test_bytes_are_text_to_the_users_redactor(
@@ -127,7 +140,7 @@ async def test_bytes_are_text_to_the_users_redactor(
 
     await run(make_otel_hooks(capture_content=True, redact=redact))
     assert CREDENTIALS.decode() in seen  # the text of UTF-8 bytes
-    assert SEALED_B64 in seen  # the base64 of the others
+    assert OPAQUE_B64 in seen and SEALED_B64 in seen  # the base64 of the others (it changed nothing in them)
 
 
 async def test_a_huge_bytes_leaf_is_cut_like_text(
@@ -159,7 +172,7 @@ async def test_without_scrubbing_bytes_the_key_leaves_in_base64(
     """Paired negative: ``Walk.data`` made ``Walk.binary`` (every bytes leaf base64, unscrubbed, as
     before): the credentials leave in base64, in the tool's span and in the next request's history."""
     monkeypatch.setattr(bounded_json.Walk, "data", bounded_json.Walk.binary)
-    await run(make_otel_hooks(capture_content=True, redact_secrets=True, redact=mask_sealed))
+    await run(make_otel_hooks(capture_content=True, redact_secrets=True, redact=mask_opaque))
     places = {
         (leak.span_name, leak.where)
         for leak in find_leaks(span_exporter.get_finished_spans(), [base64.b64encode(CREDENTIALS).decode("ascii")])

@@ -192,3 +192,52 @@ async def test_without_scrubbing_text_media_the_key_leaves_in_base64(
         ("execute_tool fetch_file", f"attribute {semconv.GEN_AI_TOOL_CALL_RESULT}"),
         ("chat sonnet-4-5", f"attribute {semconv.GEN_AI_INPUT_MESSAGES}"),
     }
+
+
+# ------------------------------------------------------------------------------------ every text media type
+CONFIG = f'{{"user": "deploy", "aws_access_key_id": "{AWS_KEY}", "notes": "{"n" * 300}"}}\n'.encode()
+"""A text document with the key near its start and a long tail: a small budget cuts the tail."""
+TEXT_MEDIA = [
+    "application/json",
+    "application/xml",
+    "application/vnd.api+json",
+    "application/atom+xml",
+    "application/x-yaml",
+    "text/csv",
+    "application/javascript",
+    "application/x-ndjson",
+    "TEXT/HTML; charset=utf-8",
+]
+BUDGETS = {"within": 32_768, "over": 300, "unlimited": None}
+
+
+def one_file(media_type: str) -> Callable[[str], list[MediaBlock | TextBlock]]:
+    def files(city: str) -> list[MediaBlock | TextBlock]:
+        return [MediaBlock(data=CONFIG, media_type=media_type), TextBlock(text=f"file of {city}")]
+
+    return files
+
+
+@requires(HAS_RESULT_BLOCKS, "media in a tool result is flowra 0.0.86+ (a result is text before)")
+@pytest.mark.parametrize("budget", list(BUDGETS))
+@pytest.mark.parametrize("media_type", TEXT_MEDIA)
+async def test_every_text_media_type_is_scrubbed_within_over_and_without_a_budget(
+    media_type: str,
+    budget: str,
+    make_otel_hooks: MakeHooks,
+    span_exporter: InMemorySpanExporter,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """JSON, XML, ``+json`` / ``+xml`` suffixes, YAML, CSV, JavaScript, NDJSON, any ``text/*``: a
+    document, scrubbed inside its base64, whether the content fits the budget, is cut by it, or
+    has none; the key is found in no form (raw, escaped, base64 at any alignment)."""
+    monkeypatch.setitem(globals(), "files_of", one_file(media_type))
+    hooks = make_otel_hooks(capture_content=True, redact_secrets=True, max_content_length=BUDGETS[budget])
+    await run_with_media(hooks)
+    (tool,) = named(span_exporter, "execute_tool fetch_file")
+    result = attrs(tool)[semconv.GEN_AI_TOOL_CALL_RESULT]
+    assert media_type in result  # the blob part is there, under its own type
+    assert_no_leak(span_exporter.get_finished_spans(), [AWS_KEY])
+    if budget != "over":
+        (blob,) = blobs(json.loads(result)["content"]).values()
+        assert base64.b64decode(blob) == CONFIG.replace(AWS_KEY.encode(), b"[REDACTED:api_key]")

@@ -1,0 +1,70 @@
+"""How the package shows a URL anywhere it writes one: scheme, host, port and path, nothing else.
+
+Why one helper: endpoints carry credentials in more places than ``user:password@``. A token
+given as the user name (``https://<token>@collector``), an ``?api-key=`` query parameter, a
+fragment, a header: each of them was printed by a line that meant to show only where data goes.
+So every log line, error message, span attribute or file the package writes that names a URL
+goes through `shown_url`, which keeps the parts that say *where* (``scheme://host:port/path``)
+and drops user info, query and fragment, whatever the URL looks like (no scheme, a gRPC
+``host:port``, a value that does not parse). Headers are shown by name only (`shown_headers`).
+
+`hidden_parts` says what was dropped, so a message can say that the real value has more than it
+shows (a fix written from a shown URL must keep the user's query, say).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Final
+
+__all__ = ["hidden_parts", "shown_headers", "shown_url"]
+
+_SCHEME: Final = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):(//)?")
+_AUTHORITY_END: Final = re.compile(r"[/?#]")
+_PATH_END: Final = re.compile(r"[?#]")
+
+
+def _split(raw: str) -> tuple[str, str, str, str, str]:
+    """(scheme with ``://`` or "", user info, host and port, path, what follows the path)."""
+    scheme = ""
+    rest = raw
+    match = _SCHEME.match(raw)
+    if match is not None and match.group(2):  # "scheme://": an authority follows
+        scheme, rest = raw[: match.end()], raw[match.end() :]
+    end = _AUTHORITY_END.search(rest)
+    authority, tail = (rest[: end.start()], rest[end.start() :]) if end else (rest, "")
+    userinfo, _, hostport = authority.rpartition("@")
+    cut = _PATH_END.search(tail)
+    path, after = (tail[: cut.start()], tail[cut.start() :]) if cut else (tail, "")
+    return scheme, userinfo, hostport, path, after
+
+
+def shown_url(raw: object) -> str:
+    """``raw`` as ``scheme://host:port/path`` (or ``host:port/path`` when it has no scheme): no
+    user info, no query, no fragment. Never raises; a value that is not a string shows its type."""
+    if not isinstance(raw, str):
+        return f"<{type(raw).__name__}>"
+    scheme, _, hostport, path, _ = _split(raw.strip())
+    return f"{scheme}{hostport}{path}"
+
+
+def hidden_parts(raw: object) -> tuple[str, ...]:
+    """The parts `shown_url` leaves out of ``raw``: ``user info``, ``query``, ``fragment``."""
+    if not isinstance(raw, str):
+        return ()
+    _, userinfo, _, _, after = _split(raw.strip())
+    hidden: list[str] = []
+    if userinfo:
+        hidden.append("user info")
+    query, hash_, fragment = after.partition("#")
+    if query:
+        hidden.append("query")
+    if hash_ and fragment:
+        hidden.append("fragment")
+    return tuple(hidden)
+
+
+def shown_headers(names: Iterable[object]) -> str:
+    """Header names as a message shows them (values never: ``Authorization``, ``api-key``...)."""
+    return ", ".join(sorted({str(name).strip().lower() for name in names if str(name).strip()})) or "none"
