@@ -208,7 +208,7 @@ def report_shape(workload: workloads.Workload, info: dict[str, Any], result: dic
         )
     parts = []
     lines = []
-    if line == "old":
+    if line == "old" and "plugin" in per_run and "floor" in per_run:
         r = ratio(per_run, "plugin", "floor")
         lines.append(f"plugin / floor {r:.3f}x (goal <= {OLD_GOAL}: {verdict(r, OLD_GOAL)})")
         parts.append(f"plugin/floor={r:.2f}x")

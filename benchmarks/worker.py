@@ -115,6 +115,10 @@ async def make_setup(
             raise ValueError(f"{variant} needs --plan (made by the capture mode)")
         if plan.workload != workload.name:
             raise ValueError(f"the plan is of {plan.workload}, not {workload.name}")
+        if knockouts:  # the floor of the plugin with them switched off: without the telemetry they drop
+            import knockouts as ko
+
+            plan = ko.floor_plan(plan, knockouts)
         sdk = RecordingSdk.create()
         meters = sdk.meter_provider if variant == "floor" else None
         line.subscribe_floor(bench, replay.Floor(plan, sdk.tracer_provider, meters))
