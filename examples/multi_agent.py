@@ -6,7 +6,7 @@
 flowra and this package installed works too. The ``python3`` on many machines is older and has no
 flowra: plain ``python ...`` fails there.)
 
-(flowra 0.0.86 - 0.0.93; ``examples/hook_registry/multi_agent.py`` is the same for 0.0.3 - 0.0.8.)
+(flowra 0.0.56 - 0.0.93; ``examples/hook_registry/multi_agent.py`` is the same for 0.0.3 - 0.0.8.)
 The ``assistant`` (flowra's ``ChatAgent``) has one tool, ``research``, which is a whole agent
 (``make_agent_tool(ResearchAgent)``); the researcher runs its own tool loop (a ``TurnAgent``) with
 its own model, system prompt and a ``search_web`` tool. One ``OtelHooks().install(runtime)``

@@ -6,7 +6,7 @@
 flowra and this package installed works too. The ``python3`` on many machines is older and has no
 flowra: plain ``python ...`` fails there.)
 
-(flowra 0.0.86 - 0.0.93; ``examples/hook_registry/otlp_export.py`` is the same for 0.0.3 - 0.0.8.)
+(flowra 0.0.56 - 0.0.93; ``examples/hook_registry/otlp_export.py`` is the same for 0.0.3 - 0.0.8.)
 ``configure_telemetry()`` reads the same ``OTEL_*`` variables as every OpenTelemetry SDK, so the
 code below never changes between a laptop and production:
 
@@ -21,7 +21,8 @@ code below never changes between a laptop and production:
 Neither set: the trace is printed to the console as a tree, and metrics are not exported (this
 example says so and carries on).
 ``OTEL_EXPORTER_OTLP_PROTOCOL`` (or ``..._TRACES_PROTOCOL`` / ``..._METRICS_PROTOCOL``)
-    ``http/protobuf`` (the default, port 4318) or ``grpc`` (port 4317). Anything else is an error.
+    ``http/protobuf`` (the default, port 4318) or ``grpc`` (port 4317); with an endpoint set,
+    anything else is an error (with none, nothing reads it).
 ``OTEL_EXPORTER_OTLP_HEADERS``
     ``key=value,key2=value2`` sent with every export, e.g. an API key for a hosted backend.
 ``OTEL_SERVICE_NAME`` / ``OTEL_RESOURCE_ATTRIBUTES``

@@ -3,7 +3,7 @@
     ./dev demo                                  # the trace prints in the terminal
     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://localhost:4318/v1/traces ./dev demo   # ...or goes to Jaeger
 
-The agent is flowra's own ``ChatAgent`` on a real ``AgentRuntime`` (flowra 0.0.86 - 0.0.93). Only
+The agent is flowra's own ``ChatAgent`` on a real ``AgentRuntime`` (flowra 0.0.56 - 0.0.93). Only
 the model is scripted (no network, no API key): it first asks for the weather tool and the
 ``research`` agent-as-tool in parallel, then answers. ``research`` is an agent with its own tool
 loop, which calls its own tool, so the trace shows an agent nested inside a tool call.

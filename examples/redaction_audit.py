@@ -6,7 +6,7 @@
 flowra and this package installed works too. The ``python3`` on many machines is older and has no
 flowra: plain ``python ...`` fails there.)
 
-(flowra 0.0.86 - 0.0.93; ``examples/hook_registry/redaction_audit.py`` is the same for 0.0.3 - 0.0.8.)
+(flowra 0.0.56 - 0.0.93; ``examples/hook_registry/redaction_audit.py`` is the same for 0.0.3 - 0.0.8.)
 A ``lookup_customer`` tool returns a record holding an API key and an e-mail address. With
 content capture on (``OtelHooks(capture_content=True)``), tool results and messages are recorded
 on spans, so the app's flowra hook on ``AfterToolCallEvent`` scrubs the result first. The plugin
@@ -52,6 +52,7 @@ from flowra.tools import ToolRegistry, tool
 from flowra_otel import OtelHooks
 from flowra_otel.core.audit import audit_file, render_text
 from flowra_otel.export import configure_telemetry
+from flowra_otel.redaction import map_result_text
 
 API_KEY = "sk-proj-" + "Zx81Qa" * 5
 EMAIL = "alice@example.com"
@@ -94,16 +95,12 @@ async def lookup_customer(params: CustomerQuery) -> str:
 
 
 def scrub_customer_record(event: Event[AfterToolCallEvent]) -> None:
-    """The application's redaction hook: no key or address leaves a tool result."""
-    result = event.data.result
-    blocks = [
-        dataclasses.replace(b, text=b.text.replace(API_KEY, "[api key removed]").replace(EMAIL, "[email removed]"))
-        if isinstance(b, TextBlock)
-        else b
-        for b in result.content
-    ]
-    if blocks != list(result.content):
-        event.data.result = dataclasses.replace(result, content=blocks)
+    """The application's redaction hook: no key or address leaves a tool result. ``map_result_text``
+    applies the scrub to every text of the result, whatever shape the release gives it (text
+    before 0.0.86, content blocks after, 0.0.57's list)."""
+    event.data.result = map_result_text(
+        event.data.result, lambda text: text.replace(API_KEY, "[api key removed]").replace(EMAIL, "[email removed]")
+    )
 
 
 # --------------------------------------------------------------------------------- one run

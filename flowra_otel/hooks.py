@@ -1,6 +1,6 @@
 """``OtelHooks``: the one object users create, on either flowra API line.
 
-    OtelHooks().install(runtime)      # flowra 0.0.86 - 0.0.93 (and 0.0.3 - 0.0.8)
+    OtelHooks().install(runtime)      # flowra 0.0.47 - 0.0.93 (and 0.0.3 - 0.0.8)
     hooks.add(OtelHooks())            # flowra 0.0.3 - 0.0.8, the HookProvider way
 
 Why a facade: the options, their checks and their documentation are the same on both lines (the

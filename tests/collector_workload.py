@@ -1,5 +1,5 @@
 """The agent runs the collector and Jaeger end-to-end tests send, on whichever flowra line is
-installed: ``tests/runtime_hooks/collector_workload.py`` (flowra 0.0.86 - 0.0.93) or
+installed: ``tests/runtime_hooks/collector_workload.py`` (flowra 0.0.56 - 0.0.93) or
 ``tests/hook_registry/collector_workload.py`` (0.0.3 - 0.0.8), both real multi-agent runs (an
 agent used as a tool) through flowra's ``AgentRuntime`` with a scripted model, traced by
 ``OtelHooks`` on the tracer provider a test gives them.

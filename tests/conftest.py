@@ -32,6 +32,8 @@ from flowra_otel.adapters import flowra_version, line_of
 from flowra_otel.core.secret_scan import scan_text
 from tests.semconv_conformance import check_metrics, check_spans
 
+pytest_plugins = ("pytester",)  # tests/test_pytest_plugin.py runs a user's test session
+
 # The installed flowra decides which adapter's tests run: each line's tests import its API
 # (both_lines/ always runs, on the installed line's scenarios).
 _LINE = line_of(flowra_version() or "")

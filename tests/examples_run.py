@@ -11,12 +11,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_example(folder: Path, name: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """Run ``folder/name`` with ``env`` on top of the cleaned environment; it must exit 0."""
+def run_example(
+    folder: Path, name: str, *args: str, python: str = sys.executable, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """Run ``folder/name`` (with its command-line ``args``, by ``python``) with ``env`` on top of
+    the cleaned environment; it must exit 0."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     clean.update(env)
     proc = subprocess.run(
-        [sys.executable, str(folder / name)],
+        [python, str(folder / name), *args],
         cwd=ROOT,
         env=clean,
         capture_output=True,

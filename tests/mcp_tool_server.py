@@ -2,6 +2,7 @@
 (``.venv-mcp``, from requirements/mcp.lock: the ``mcp`` SDK, which flowra-otel never imports).
 
     python tests/mcp_tool_server.py PORT stateless|handshake
+    opentelemetry-instrument python tests/mcp_tool_server.py PORT stateless|handshake   # + ASGI spans
 
 Streamable HTTP on 127.0.0.1:PORT/mcp. The tools: ``forecast`` (works), ``broken`` (a tool error,
 ``isError: true``), ``refused`` (a JSON-RPC error, code ``REFUSED_CODE``, whose message carries the
@@ -12,8 +13,11 @@ the SDK sees it, as a failing proxy or a crashed handler would; their JSON-RPC i
 call exactly while it is in flight). The SDK's own ``OpenTelemetryMiddleware`` makes a SERVER
 span ``tools/call <tool>`` for each call, parented on the W3C context the request carries in
 ``params._meta``; the ``forecast`` tool makes a span of its own under it, as a real tool's database
-or HTTP calls would. Spans go by OTLP/HTTP to ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` (the test's
-receiver), one batch at a time, flushed on every call so the test need not wait for a timer.
+or HTTP calls would, and records there what the request carried (tests/mcp_server_side.py). Spans go
+by OTLP/HTTP to ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` (the test's receiver): run plainly, one at a
+time, so the test need not wait for a timer; under ``opentelemetry-instrument`` (in ``.venv-fastmcp``,
+which has the same SDK and the Starlette instrumentation), through the distro's set-up, which adds
+the ``POST /mcp`` SERVER span of the HTTP request.
 """
 
 # mypy: disable-error-code="import-not-found,untyped-decorator"
@@ -30,17 +34,9 @@ from typing import Any
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-from opentelemetry import trace
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from mcp_server_side import HandshakeEraOnly, record_request, server_tracing
 
-provider = TracerProvider(resource=Resource.create({"service.name": "mcp-tool-server"}))
-provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter()))
-trace.set_tracer_provider(provider)
-tracer = trace.get_tracer("mcp-tool-server")
+tracer = server_tracing("mcp-tool-server")
 
 server = MCPServer("flowra-otel-test-tools")
 
@@ -50,11 +46,8 @@ def forecast(city: str, ctx: Context) -> str:
     """The weather forecast for a city."""
     with tracer.start_as_current_span("lookup_forecast") as span:
         span.set_attribute("forecast.source", "test")
-        # what the request's params._meta carried, for the test to read back
-        meta = ctx.request_context.meta
-        raw = meta if isinstance(meta, dict) else (meta.model_dump(by_alias=True) if meta is not None else {})
-        span.set_attribute("request.meta.keys", sorted(str(k) for k in raw))
-        span.set_attribute("request.meta.baggage", str(raw.get("baggage", "")))
+        # what the request carried (params._meta, the traceparent headers), for the test to read back
+        record_request(span, city, ctx.request_context.meta, ctx.headers)
         return f"Sunny in {city}"
 
 
@@ -133,24 +126,6 @@ class Faults:
             return await receive()
 
         await self.app(scope, replay, send)
-
-
-class HandshakeEraOnly:
-    """ASGI wrapper: refuse the stateless era's requests (HTTP 400), as a server from before
-    ``2026-07-28`` does, so a client falls back to ``initialize`` and an ``Mcp-Session-Id``."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            headers = dict(scope["headers"])
-            version = headers.get(b"mcp-protocol-version", b"").decode("latin-1")
-            if version and version not in HANDSHAKE_PROTOCOL_VERSIONS:
-                await send({"type": "http.response.start", "status": 400, "headers": []})
-                await send({"type": "http.response.body", "body": b"unsupported protocol version"})
-                return
-        await self.app(scope, receive, send)
 
 
 def main() -> None:

@@ -1,5 +1,6 @@
 """The MCP options (``mcp_propagation``, ``mcp_servers``): refused at construction when bad, and
-what they let through; ``_meta`` keys flowra or the app set are never replaced."""
+what they let through; ``_meta`` keys and HTTP headers flowra or the app set are never replaced, and
+the one decision per request (``trace_fields``) feeds both."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from opentelemetry import context as otel_context
 from opentelemetry.sdk.trace import TracerProvider
 
 from flowra_otel import OtelHooks
-from flowra_otel.core.mcp_invocation import McpPropagation, trace_meta
+from flowra_otel.core.mcp_invocation import McpPropagation, headers_with, meta_with, trace_fields
 
 
 @pytest.mark.parametrize(
@@ -50,14 +51,32 @@ def test_keys_already_in_meta_are_never_replaced_and_baggage_is_the_apps() -> No
     token = otel_context.attach(baggage.set_baggage("tenant", "acme"))
     try:
         with tracer.start_as_current_span("execute_tool x") as span:
-            mine = "00-11111111111111111111111111111111-2222222222222222-01"
-            meta = trace_meta(span, {"traceparent": mine, "app.key": 1}, McpPropagation(), "http://h:1/mcp")
-            fresh = trace_meta(span, {}, McpPropagation(), "http://h:1/mcp")
-            off = trace_meta(span, {"app.key": 1}, McpPropagation(False, None), "http://h:1/mcp")
+            fields = trace_fields(span, McpPropagation(), "http://h:1/mcp")
+            off = trace_fields(span, McpPropagation(False, None), "http://h:1/mcp")
+            elsewhere = trace_fields(span, McpPropagation(True, ("tools.example.com",)), "http://h:1/mcp")
     finally:
         otel_context.detach(token)
+    mine = "00-11111111111111111111111111111111-2222222222222222-01"
+    meta = meta_with({"traceparent": mine, "app.key": 1}, fields)
     assert meta["traceparent"] == mine and meta["app.key"] == 1
     assert meta["baggage"] == "tenant=acme"
+    fresh = meta_with({}, fields)
     assert fresh["traceparent"].split("-")[2] == format(span.get_span_context().span_id, "016x")
     assert set(fresh) <= {"traceparent", "tracestate", "baggage"}
-    assert off == {"app.key": 1}
+    # one decision for both places: off, or a server off the allow-list, sends nothing anywhere
+    assert off == elsewhere == {}
+    assert meta_with({"app.key": 1}, off) == {"app.key": 1}
+    assert headers_with({"X-App": "1"}, off) == {"X-App": "1"}
+
+
+def test_headers_carry_the_same_fields_once_and_never_replace_the_apps() -> None:
+    fields = {"traceparent": "00-11111111111111111111111111111111-2222222222222222-01", "baggage": "tenant=acme"}
+    assert headers_with({}, fields) == fields
+    # an app's own header wins, whatever its case: one traceparent per request, never two
+    mine = {"TraceParent": "00-33333333333333333333333333333333-4444444444444444-01"}
+    assert headers_with(mine, fields) == {**mine, "baggage": "tenant=acme"}
+    # a field the transport owns or HTTP cannot carry is left out (the request is never refused for it)
+    odd = {"Mcp-Session-Id": "x", "Content-Type": "text/plain", "bad name": "v", "baggage": "caf\u00e9"}
+    assert headers_with({}, odd) == {}
+    # nor does a propagator ever write into the protocol's own _meta keys
+    assert meta_with({}, {"io.modelcontextprotocol/protocolVersion": "x", "traceparent": "t"}) == {"traceparent": "t"}

@@ -1,16 +1,22 @@
 """On a flowra release this package refuses, nothing of it touches flowra, and the app runs as without it.
 
-Runs on a refused release (``./dev test`` installs 0.0.9, 0.0.47 and 0.0.50 into its sweep
-environment: 0.0.47 - 0.0.55 keep their handlers in another storage, where a patched ``emit``
-would fail every run of the app; 0.0.9 has yet another API); on a supported release every test
-here skips, saying so. Checked:
+Runs on releases of the hook-API eras the package does not serve (``./dev test`` installs 0.0.9,
+0.0.30, 0.0.45 and 0.0.46 into its sweep environment: ``HookRegistry`` without providers, then
+``HookSubscription`` / ``HookEmitter`` with ``ToolLoopAgent`` and with ``TurnAgent``, the era just
+before 0.0.47; 0.0.31 and 0.0.32 are yanked); on a supported release every test here skips,
+saying so. Checked on each:
 
 * ``OtelHooks()``, ``OtelHooks().install`` and the zero-code entry point raise
   ``UnsupportedFlowraError`` naming the supported ranges and the installed release;
-* ``HooksImpl.emit`` (where flowra has it) is still flowra's own, and no adapter was imported;
-* the second line of defence: the modern adapter's emit patch, reached past the gate, refuses to
-  patch this storage (``TypeError``) and leaves ``emit`` alone;
+* flowra's hook classes (``HookRegistry``, ``HookEmitter``...) are still flowra's own, and no
+  adapter was imported;
+* the second line of defence: the modern adapter, reached past the gate, does not take hold of
+  this release (its imports fail, or its emit patch refuses the handler storage) and patches
+  nothing;
 * the app's run gives the same result before and after the refused set-up.
+
+(A supported release whose handler storage is neither known one: ``tests/runtime_hooks/
+test_an_unknown_handler_storage_is_refused.py``.)
 """
 
 import dataclasses
@@ -24,27 +30,39 @@ from flowra_otel import OtelHooks, adapters
 from flowra_otel.adapters import SUPPORTED, UnsupportedFlowraError
 
 VERSION = adapters.flowra_version() or "none"
+REFUSED = adapters.flowra_version() is not None and adapters.line_of(VERSION) is None
 pytestmark = pytest.mark.skipif(
-    adapters.flowra_version() is None or adapters.line_of(VERSION) is not None,
-    reason=f"runs on a refused flowra release (0.0.9, 0.0.47, 0.0.50 in ./dev test); installed: flowra {VERSION}",
+    not REFUSED,
+    reason=f"runs on a refused flowra release (0.0.9, 0.0.30, 0.0.45, 0.0.46 in ./dev sweep); installed: {VERSION}",
 )
 
 
-def hooks_impl() -> Any:
-    """flowra's ``HooksImpl`` (0.0.47+), or None on a release without it."""
-    try:
-        return importlib.import_module("flowra.agent.flow.hooks").HooksImpl
-    except (ImportError, AttributeError):
-        return None
+HOOK_MODULES = ("flowra.agent.flow.hooks", "flowra.agent.hooks")
+"""Where each era keeps its hook classes (``HooksImpl``, ``HookEmitter``; 0.0.9: ``HookRegistry``)."""
 
 
-def flowras_own_emit() -> bool:
-    """``HooksImpl.emit`` is the function flowra defined (not a wrapper of ours); True without one."""
-    impl = hooks_impl()
-    if impl is None:
-        return True
-    emit = impl.__dict__["emit"]
-    return emit.__module__ == "flowra.agent.flow.hooks" and not hasattr(emit, "__wrapped__")
+def hook_functions() -> dict[tuple[str, str], Any]:
+    """Every attribute of every class in flowra's hook module, by (class, name)."""
+    for name in HOOK_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        classes = [c for c in vars(module).values() if isinstance(c, type) and c.__module__ == name]
+        assert classes, name
+        return {(cls.__qualname__, attr): value for cls in classes for attr, value in vars(cls).items()}
+    raise AssertionError(f"no hook module of flowra {VERSION} found ({', '.join(HOOK_MODULES)})")
+
+
+FLOWRAS_OWN = hook_functions() if REFUSED else {}
+"""flowra's hook classes as this module found them, before any test set tracing up."""
+
+
+def flowras_hooks_untouched() -> bool:
+    """flowra's hook classes (``emit`` and ``on`` of whatever this era calls them) hold exactly
+    what they held before any test ran: nothing replaced, nothing wrapped, nothing added."""
+    now = hook_functions()
+    return now.keys() == FLOWRAS_OWN.keys() and all(now[k] is FLOWRAS_OWN[k] for k in now)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,7 +97,7 @@ async def test_a_refused_release_gets_the_clear_error_and_its_runs_are_untouched
     _, before = await run_app()
     assert before == Greeting("hello Ada")
     expected = f"flowra {VERSION} is not supported by flowra_otel; supported: {SUPPORTED}."
-    assert "0.0.56 - 0.0.93" in SUPPORTED and "0.0.3 - 0.0.8" in SUPPORTED
+    assert "0.0.47 - 0.0.93" in SUPPORTED and "0.0.3 - 0.0.8" in SUPPORTED
     with pytest.raises(UnsupportedFlowraError) as raised:
         OtelHooks()
     assert str(raised.value).startswith(expected)
@@ -93,31 +111,34 @@ async def test_a_refused_release_gets_the_clear_error_and_its_runs_are_untouched
     instrumentor().instrument()
     assert not instrumentor().is_instrumented_by_opentelemetry
 
-    # nothing of the package touched flowra: no adapter imported, emit is flowra's own
+    # nothing of the package touched flowra: no adapter imported, its hooks are its own
     assert not [name for name in sys.modules if name.startswith("flowra_otel.adapters.")]
-    assert flowras_own_emit()
+    assert flowras_hooks_untouched()
     _, after = await run_app()
     assert after == before
 
 
-async def test_the_emit_patch_refuses_a_handler_storage_it_does_not_read() -> None:
-    """Reached past the gate (as a widened range once did), the modern adapter's emit patch
-    verifies the storage before it patches: 0.0.47 - 0.0.55 are refused, emit stays flowra's."""
-    if hooks_impl() is None:
-        pytest.skip(f"flowra {VERSION} has no HooksImpl: nothing the emit patch could patch")
+async def test_past_the_gate_the_modern_adapter_takes_no_hold_of_this_release() -> None:
+    """Reached past the gate (as a widened range once did), the modern adapter does not patch
+    this release: its imports fail (no ``HooksImpl`` before 0.0.47), or its emit patch refuses a
+    handler storage it does not know. Either way flowra's hooks stay its own and the app runs as before."""
+    _, before = await run_app()
     try:
-        emit_patch = importlib.import_module("flowra_otel.adapters.runtime_hooks.emit_patch")
-    except ImportError:  # the adapter's own imports already refuse this release
-        assert flowras_own_emit()
-        return
-    try:
-        with pytest.raises(TypeError, match="flowra_otel cannot trace this flowra: its HooksImpl lacks"):
-            emit_patch.install()
-        assert not emit_patch.installed()
-        assert flowras_own_emit()
-        _, result = await run_app()
-        assert result == Greeting("hello Ada")
+        try:
+            emit_patch = importlib.import_module("flowra_otel.adapters.runtime_hooks.emit_patch")
+        except ImportError:  # the adapter's own imports refuse this release
+            refused = True
+        else:
+            with pytest.raises(TypeError, match="flowra_otel cannot trace this flowra: its HooksImpl lacks"):
+                emit_patch.install()
+            refused = not emit_patch.installed()
+        assert refused
+        assert flowras_hooks_untouched()
+        _, after = await run_app()
+        assert after == before == Greeting("hello Ada")
     finally:
-        emit_patch.uninstall()
+        patch = sys.modules.get("flowra_otel.adapters.runtime_hooks.emit_patch")
+        if patch is not None:
+            patch.uninstall()
         for name in [n for n in sys.modules if n.startswith("flowra_otel.adapters.")]:
             del sys.modules[name]

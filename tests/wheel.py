@@ -21,10 +21,10 @@ LOCK = ROOT / "requirements" / "dev.lock"
 PIP_TIMEOUT_S = 600
 REPOSITORY = "https://github.com/flowra-otel/flowra-otel"
 FLOWRA = importlib.metadata.version("flowra")
-EDGE_RELEASES = ("0.0.3", "0.0.8", "0.0.56", "0.0.67", "0.0.68", "0.0.85", "0.0.86", "0.0.93")
-"""The lowest and highest release of each flowra line, and of each era of the modern line (0.0.56 -
-0.0.67, 0.0.68 - 0.0.85, 0.0.86 - 0.0.93): where the wheel is built and installed (a minute each;
-the install rule, no upper bound on flowra, is the same for every release)."""
+EDGE_RELEASES = ("0.0.3", "0.0.8", "0.0.47", "0.0.55", "0.0.56", "0.0.67", "0.0.68", "0.0.85", "0.0.86", "0.0.93")
+"""The lowest and highest release of each flowra line, and of each era of the modern line (0.0.47 -
+0.0.55, 0.0.56 - 0.0.67, 0.0.68 - 0.0.85, 0.0.86 - 0.0.93): where the wheel is built and installed
+(a minute each; the install rule, no upper bound on flowra, is the same for every release)."""
 
 
 def constraints(folder: Path, flowra: str | None = None) -> Path:

@@ -21,7 +21,8 @@ code below never changes between a laptop and production:
 Neither set: the trace is printed to the console as a tree, and metrics are not exported (this
 example says so and carries on).
 ``OTEL_EXPORTER_OTLP_PROTOCOL`` (or ``..._TRACES_PROTOCOL`` / ``..._METRICS_PROTOCOL``)
-    ``http/protobuf`` (the default, port 4318) or ``grpc`` (port 4317). Anything else is an error.
+    ``http/protobuf`` (the default, port 4318) or ``grpc`` (port 4317); with an endpoint set,
+    anything else is an error (with none, nothing reads it).
 ``OTEL_EXPORTER_OTLP_HEADERS``
     ``key=value,key2=value2`` sent with every export, e.g. an API key for a hosted backend.
 ``OTEL_SERVICE_NAME`` / ``OTEL_RESOURCE_ATTRIBUTES``

@@ -41,6 +41,7 @@ from flowra.tools import ToolRegistry, get_local_tool, tool
 from flowra_otel import OtelHooks
 from flowra_otel.core.audit import audit_file, render_text
 from flowra_otel.export import configure_telemetry
+from flowra_otel.redaction import map_result_text
 
 API_KEY = "sk-proj-" + "Zx81Qa" * 5
 EMAIL = "alice@example.com"
@@ -84,11 +85,11 @@ async def lookup_customer(params: CustomerQuery) -> str:
 
 
 def scrub_customer_record(event: Event[AfterToolCallEvent]) -> None:
-    """The application's redaction hook: no key or address leaves a tool result."""
-    result = event.data.result
-    content = result.content.replace(API_KEY, "[api key removed]").replace(EMAIL, "[email removed]")
-    if content != result.content:
-        event.data.result = dataclasses.replace(result, content=content)
+    """The application's redaction hook: no key or address leaves a tool result
+    (``map_result_text``: the same hook as examples/redaction_audit.py's, on every release)."""
+    event.data.result = map_result_text(
+        event.data.result, lambda text: text.replace(API_KEY, "[api key removed]").replace(EMAIL, "[email removed]")
+    )
 
 
 # --------------------------------------------------------------------------------- one run

@@ -6,10 +6,10 @@ one API's events into the core's invocation objects; neither imports the other, 
 one for the installed flowra is ever imported (the other would fail to import against it).
 
 * ``hook_registry``: flowra 0.0.3 - 0.0.8;
-* ``runtime_hooks``: flowra 0.0.56 - 0.0.93 (today's handler storage; the era differences inside
-  the range are facts in ``runtime_hooks/_flowra.py``).
+* ``runtime_hooks``: flowra 0.0.47 - 0.0.93 (two handler storages, 0.0.47 - 0.0.55 and 0.0.56+,
+  and the other era differences inside the range are facts in ``runtime_hooks/_flowra.py``).
 
-Any other flowra (0.0.9 - 0.0.55 had other, short-lived APIs or another handler storage; later
+Any other flowra (0.0.9 - 0.0.46 had other, short-lived hook APIs, six eras in three weeks; later
 releases are untested) gets ``UnsupportedFlowraError`` naming the supported releases and the
 installed one when tracing is set up, never a silent no-op. Refusing is safe: the gate runs before
 any adapter is imported, so on a refused release nothing of this package touches flowra (no patch,
@@ -24,11 +24,11 @@ import re
 from types import ModuleType
 from typing import Final
 
-SUPPORTED: Final = "flowra 0.0.3 - 0.0.8 (the HookRegistry API) and 0.0.56 - 0.0.93 (runtime.hooks)"
+SUPPORTED: Final = "flowra 0.0.3 - 0.0.8 (the HookRegistry API) and 0.0.47 - 0.0.93 (runtime.hooks)"
 
 _LINES: Final = (
     ((0, 0, 3), (0, 0, 8), "hook_registry"),
-    ((0, 0, 56), (0, 0, 93), "runtime_hooks"),
+    ((0, 0, 47), (0, 0, 93), "runtime_hooks"),
 )
 
 

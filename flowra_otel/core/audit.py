@@ -79,6 +79,7 @@ __all__ = [
     "AuditReport",
     "AuditSpan",
     "Leak",
+    "McpServerCall",
     "SpanEvent",
     "ToolCall",
     "add_arguments",
@@ -86,7 +87,9 @@ __all__ = [
     "audit_phoenix",
     "audit_spans",
     "fetch_phoenix_spans",
+    "is_mcp_server_call",
     "load_traces",
+    "mcp_server_calls",
     "parse_since",
     "render_json",
     "render_text",
@@ -160,6 +163,25 @@ class ToolCall:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class McpServerCall:
+    """An MCP server's ``tools/call`` span (the server's side of an agent's MCP tool call): not a
+    tool call of its own, so reported apart from them, with the agent's ``execute_tool`` span it
+    continues when the input holds it."""
+
+    trace_id: str
+    span_id: str
+    tool_name: str
+    service_name: str | None
+    status: str
+    """``ok`` or ``error``."""
+    error_type: str | None
+    continues: str | None
+    """The span id of the agent's ``execute_tool`` span above it in the trace; None when the
+    server's span is in a trace of its own (no context reached the server) or that span is not in
+    the input."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class Leak:
     """A span value matching a secret pattern or a given secret; ``preview`` is masked."""
 
@@ -184,6 +206,7 @@ class AuditReport:
     leaks: tuple[Leak, ...]
     patterns: tuple[str, ...]
     given_secrets: int
+    mcp_server_calls: tuple[McpServerCall, ...] = ()
 
     @property
     def clean(self) -> bool:
@@ -661,7 +684,8 @@ def audit_spans(
     leaks: list[Leak] = []
     checked: set[int] = set()  # the resources and scopes already checked (shared dicts, by identity)
     for span in spans:
-        if span.attributes.get(semconv.GEN_AI_OPERATION_NAME) == semconv.OP_EXECUTE_TOOL:
+        is_tool_call = span.attributes.get(semconv.GEN_AI_OPERATION_NAME) == semconv.OP_EXECUTE_TOOL
+        if is_tool_call and not is_mcp_server_call(span):  # an MCP server's tools/call is the same call's other side
             tool_calls.append(_masked_call(_tool_call(span), needles, patterns))
         seen: set[tuple[str, str]] = set()
         name = _masked(span.name, needles, patterns)
@@ -673,6 +697,64 @@ def audit_spans(
                 where_shown = _masked(where, needles, patterns)
                 leaks.append(Leak(span.trace_id, span.span_id, name, where_shown, finding.kind, _mask(finding.match)))
     return tool_calls, leaks
+
+
+_MCP_METHOD: Final = "mcp.method.name"
+_MCP_TOOLS_CALL: Final = "tools/call"
+
+
+def is_mcp_server_call(span: AuditSpan) -> bool:
+    """An MCP server's span of one ``tools/call`` request: ``mcp.method.name`` = ``tools/call`` and
+    the name the MCP conventions give a server span, ``tools/call {tool}`` (the ``mcp`` SDK's and
+    FastMCP's; the SDK's also says ``gen_ai.operation.name`` = ``execute_tool``). The agent's own
+    span of that call is ``execute_tool {tool}`` (with the same MCP attributes)."""
+    name = span.name
+    return span.attributes.get(_MCP_METHOD) == _MCP_TOOLS_CALL and (
+        name == _MCP_TOOLS_CALL or name.startswith(_MCP_TOOLS_CALL + " ")
+    )
+
+
+def mcp_server_calls(
+    spans: Sequence[AuditSpan],
+    tool_calls: Sequence[ToolCall],
+    *,
+    secrets: Sequence[str] = (),
+    builtin_patterns: bool = True,
+) -> list[McpServerCall]:
+    """The MCP servers' ``tools/call`` spans among ``spans``, each with the agent's tool call (of
+    ``tool_calls``) it continues: the first ``execute_tool`` span up its parent chain (through the
+    server's HTTP span and the client's, where there are)."""
+    patterns = [(n, re.compile(p)) for n, p in BUILTIN_SECRET_PATTERNS.items()] if builtin_patterns else []
+    needles = [s for s in dict.fromkeys(secrets) if s]
+    by_id = {(s.trace_id, s.span_id): s for s in spans}
+    agent_calls = {(c.trace_id, c.span_id) for c in tool_calls}
+    found: list[McpServerCall] = []
+    for span in spans:
+        if not is_mcp_server_call(span):
+            continue
+        continues = None
+        parent, hops = span.parent_span_id, 0
+        while parent is not None and hops < 64:
+            if (span.trace_id, parent) in agent_calls:
+                continues = parent
+                break
+            above = by_id.get((span.trace_id, parent))
+            parent, hops = (above.parent_span_id if above is not None else None), hops + 1
+        error_type = span.attributes.get(semconv.ERROR_TYPE)
+        tool_name = span.attributes.get(semconv.GEN_AI_TOOL_NAME) or span.name.removeprefix(_MCP_TOOLS_CALL).strip()
+        service = span.service_name
+        found.append(
+            McpServerCall(
+                trace_id=span.trace_id,
+                span_id=span.span_id,
+                tool_name=_masked(str(tool_name), needles, patterns),
+                service_name=_masked(service, needles, patterns) if service is not None else None,
+                status="error" if span.status_code == "ERROR" or error_type is not None else "ok",
+                error_type=_masked(str(error_type), needles, patterns) if error_type is not None else None,
+                continues=continues,
+            )
+        )
+    return found
 
 
 def _masked(text: str, needles: Sequence[str], patterns: Sequence[tuple[str, re.Pattern[str]]]) -> str:
@@ -925,6 +1007,7 @@ def _report(
     where: str, fmt: str, spans: Sequence[AuditSpan], *, secrets: Sequence[str], builtin_patterns: bool
 ) -> AuditReport:
     tool_calls, leaks = audit_spans(spans, secrets=secrets, builtin_patterns=builtin_patterns)
+    servers = mcp_server_calls(spans, tool_calls, secrets=secrets, builtin_patterns=builtin_patterns)
     return AuditReport(
         path=where,
         format=fmt,
@@ -934,6 +1017,7 @@ def _report(
         leaks=tuple(leaks),
         patterns=tuple(BUILTIN_SECRET_PATTERNS) if builtin_patterns else (),
         given_secrets=len([s for s in dict.fromkeys(secrets) if s]),
+        mcp_server_calls=tuple(servers),
     )
 
 
@@ -980,6 +1064,18 @@ def render_text(report: AuditReport) -> str:
             lines.extend(f"      {key} = {_format_value(value)}" for key, value in call.ledger.items())
         else:
             lines.append("    redaction ledger: none (no hook changed the arguments or the result)")
+    if report.mcp_server_calls:
+        lines += [
+            "",
+            f"MCP server spans: {len(report.mcp_server_calls)} (servers' side of the MCP tool calls above)",
+        ]
+        for server in report.mcp_server_calls:
+            status = server.status + (f" ({server.error_type})" if server.error_type else "")
+            continues = f"span_id={server.continues}" if server.continues else "none (a trace of its own)"
+            lines.append(
+                f"  {server.tool_name}  service={server.service_name or '-'}  status={status}  continues={continues}"
+                f"  trace_id={server.trace_id}  span_id={server.span_id}"
+            )
     lines.append("")
     checked = f"{len(report.patterns)} built-in pattern(s), {report.given_secrets} given secret(s)"
     if report.clean:
@@ -1005,6 +1101,7 @@ def render_json(report: AuditReport) -> str:
         "patterns": list(report.patterns),
         "given_secrets": report.given_secrets,
         "tool_calls": [dataclasses.asdict(call) for call in report.tool_calls],
+        "mcp_server_calls": [dataclasses.asdict(server) for server in report.mcp_server_calls],
         "leaks": [dataclasses.asdict(leak) for leak in report.leaks],
         "clean": report.clean,
     }

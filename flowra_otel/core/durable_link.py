@@ -2,8 +2,10 @@
 
 flowra can pause a run in its session storage and ``resume()`` it in another process. The
 plugin keeps the root ``invoke_agent`` span context as a W3C ``traceparent`` (and the
-conversation id) beside flowra's own state, and on ``resume()`` starts the new root span with a
-link to it, ``flowra.resumed = true`` and the same ``gen_ai.conversation.id``.
+conversation id and ``user.id``) beside flowra's own state, and on ``resume()`` starts the new root
+span with a link to it, ``flowra.resumed = true`` and the same ``gen_ai.conversation.id`` and
+``user.id`` (a resumed run does not accept its user message again, so the spec's metadata, where
+both usually come from, is not seen a second time).
 
 Where the link is kept differs between flowra's API lines (their storage APIs differ), so each
 adapter brings a ``LinkStore``; what is kept, and how it is read back, is decided here.
@@ -54,7 +56,8 @@ def parse_traceparent(value: object) -> SpanContext | None:
     )
 
 
-def link_state(root_span: Span, conversation_id: str | None) -> dict[str, Any]:
-    """What a run keeps: its root span context, and its conversation id (explicitly None when it
-    has none, so a store that merges saved values never keeps an earlier run's id)."""
-    return {"traceparent": traceparent(root_span), "conversation_id": conversation_id}
+def link_state(root_span: Span, conversation_id: str | None, user_id: str | None = None) -> dict[str, Any]:
+    """What a run keeps: its root span context, its conversation id and its user id (each
+    explicitly None when it has none, so a store that merges saved values never keeps an earlier
+    run's)."""
+    return {"traceparent": traceparent(root_span), "conversation_id": conversation_id, "user_id": user_id}

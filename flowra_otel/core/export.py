@@ -9,8 +9,9 @@ production without code changes:
 * ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_{TRACES,METRICS}_ENDPOINT`` -> OTLP export
   of that signal: ``BatchSpanProcessor`` for spans, ``PeriodicExportingMetricReader`` for metrics.
 * ``OTEL_EXPORTER_OTLP_PROTOCOL`` or ``OTEL_EXPORTER_OTLP_{TRACES,METRICS}_PROTOCOL`` -> ``grpc`` or
-  ``http/protobuf`` (the default, as the OTel specification says). Anything else is a
-  ``ValueError``: a typo must not silently send nothing.
+  ``http/protobuf`` (the default, as the OTel specification says), for a signal that has an
+  endpoint. Anything else is then a ``ValueError``: a typo must not silently send nothing (with no
+  endpoint nothing is sent by OTLP, and the variable is not read).
 * ``FLOWRA_OTEL_TRACES_FILE`` (or ``traces_file=``) -> every span also appended to that file as
   OTLP JSON lines, the Collector file exporter's format, which ``flowra-otel audit`` reads
   (`OtlpJsonFileSpanExporter`, through a ``BatchSpanProcessor``).

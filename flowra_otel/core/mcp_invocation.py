@@ -14,6 +14,13 @@ OpenTelemetry propagators by injecting it into the MCP request ``params._meta``"
 exactly what the app itself put in OpenTelemetry baggage. Nothing of the call's content
 (arguments, results, messages) is ever written there, and a key flowra or the app already set in
 ``_meta`` is never replaced.
+
+Why the HTTP headers too: a server run under an HTTP server instrumentation (``opentelemetry-
+instrument`` with the ASGI / Starlette instrumentation, as FastMCP's docs recommend) makes its
+``POST /mcp`` SERVER span from the request's headers before any MCP code reads ``_meta``; with
+no ``traceparent`` header that span is a root, and a server that continues ``_meta`` only when no
+span is current (FastMCP) puts its ``tools/call`` span in that new trace. The same fields go into
+both, from one decision (``trace_fields``).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import string
 import time
 import weakref
 from collections.abc import Iterable, Mapping
@@ -184,19 +192,63 @@ class McpSettings:
     """Makes the CLIENT spans of the requests a call sends besides ``tools/call`` (a reconnect)."""
 
 
-def trace_meta(span: Span, meta: Mapping[str, Any], propagation: McpPropagation, url: str) -> dict[str, Any]:
-    """``meta`` plus the W3C keys of ``span``'s context that ``meta`` does not already hold.
+_HEADER_NAME_CHARS: Final = frozenset(string.ascii_letters + string.digits + "!#$%&'*+-.^_`|~")
+"""An HTTP header name is a token (RFC 9110)."""
+_TRANSPORT_HEADERS: Final = frozenset({"content-type", "accept"})
+"""Headers the Streamable HTTP transport sets itself (and every ``Mcp-*`` one): never sent by us."""
+_PROTOCOL_META_PREFIX: Final = "io.modelcontextprotocol/"
+"""The protocol's own ``_meta`` namespace (the stateless era's version, client info, capabilities)."""
 
-    The context is the span's, plus the baggage of the caller's current context (the app's own),
-    written by the process's propagators;
-    no key ``meta`` has is replaced, and nothing is added when propagation is off for ``url``."""
-    merged = dict(meta)
+
+def trace_fields(span: Span, propagation: McpPropagation, url: str) -> dict[str, str]:
+    """The trace context one MCP request carries, or nothing: the **one decision per request**.
+
+    Both places the context goes (``params._meta`` and the request's HTTP headers) take these
+    fields, so the off switch and the allow-list decide for both at once, by a single
+    ``propagation.allows(url)``. The fields are ``span``'s context plus the baggage of the caller's
+    current context (the app's own), as the process's propagators write them (with the default
+    ones: ``traceparent``, ``tracestate``, ``baggage``)."""
     if not propagation.allows(url) or not span.get_span_context().is_valid:
-        return merged
+        return {}
     carrier: dict[str, str] = {}
     propagate.inject(carrier, context=trace.set_span_in_context(span))
-    for key, value in carrier.items():
-        merged.setdefault(key, value)
+    return carrier
+
+
+def meta_with(meta: Mapping[str, Any], fields: Mapping[str, str]) -> dict[str, Any]:
+    """``meta`` plus the ``fields`` it does not already hold: a key flowra or the app set is never
+    replaced, and nothing goes into the protocol's own ``io.modelcontextprotocol/`` keys."""
+    merged = dict(meta)
+    for key, value in fields.items():
+        if not key.startswith(_PROTOCOL_META_PREFIX):
+            merged.setdefault(key, value)
+    return merged
+
+
+def headers_with(headers: Mapping[str, str], fields: Mapping[str, str]) -> dict[str, str]:
+    """``headers`` plus the ``fields`` it does not already hold (names compared case-insensitively,
+    as HTTP does): one ``traceparent`` per request, never two. A field that is not a valid header
+    (name, printable ASCII value) or that the transport sets itself is left out, so the request
+    is never refused because of it.
+
+    An HTTP client instrumentation (opentelemetry-instrumentation-httpx) sets these headers again
+    when it sends the request, replacing ours with its CLIENT span's context: its span is then the
+    server's parent, and the header is still there once."""
+    merged = dict(headers)
+    present = {name.lower() for name in merged}
+    for name, value in fields.items():
+        lowered = name.lower()
+        if (
+            lowered in present
+            or not name
+            or not set(name) <= _HEADER_NAME_CHARS
+            or lowered in _TRANSPORT_HEADERS
+            or lowered.startswith("mcp-")
+            or not all(char == "\t" or 0x20 <= ord(char) <= 0x7E for char in value)
+        ):
+            continue
+        merged[name] = value
+        present.add(lowered)
     return merged
 
 
@@ -385,7 +437,9 @@ __all__ = [
     "McpSettings",
     "McpToolCall",
     "call_error_type",
+    "headers_with",
+    "meta_with",
     "note_tool_span",
     "settings_of",
-    "trace_meta",
+    "trace_fields",
 ]

@@ -11,7 +11,7 @@ When a handler replaces ``BeforeToolCallEvent.tool_use`` or ``AfterToolCallEvent
   without being stored.
 
 Canonical form: the result is ``ToolResultBlock.content`` as is when it is text (flowra 0.0.3 -
-0.0.8 and 0.0.56 - 0.0.85; 0.0.57 gives a list of blocks: its ``ToolResultBlock``), else the
+0.0.8 and 0.0.47 - 0.0.85; 0.0.57 gives a list of blocks: its ``ToolResultBlock``), else the
 canonical JSON of its content blocks (0.0.86 and later: each block's dataclass fields,
 ``json.dumps([dataclasses.asdict(b) for b in content], sort_keys=True, separators=(",", ":"),
 ensure_ascii=False)``); the arguments are

@@ -54,7 +54,8 @@ class RunState:
         self.conversation_id: str | None = (
             safe_str(resumed["conversation_id"]) if resumed and resumed.get("conversation_id") else None
         )
-        self.user_id: str | None = None  # ``user.id``: the option, or the spec metadata's ``user_id``
+        # ``user.id``: the option, the spec metadata's ``user_id``, or what the run resumed kept
+        self.user_id: str | None = safe_str(resumed["user_id"]) if resumed and resumed.get("user_id") else None
 
     def stamp(self, telemetry: Telemetry) -> attributes.Attributes:
         """Attributes every span of the run carries: the user's, the conversation id, ``user.id``."""
@@ -96,6 +97,8 @@ class RunState:
             self.stamp_owner = None  # the next stamp() carries it
             for span in spans:
                 span.set_attribute(semconv.USER_ID, self.user_id)
+            if self.link_store is not None:
+                self.persist_pending = True  # a resume in another process keeps it
 
     def set_conversation_id(self, cid: str, open_spans: Iterable[Span]) -> None:
         """Known now: stamp it on every span already open in this run, and on all later ones."""
@@ -119,12 +122,12 @@ class RunState:
             self.persist_pending = self.link_store is not None
 
     async def persist(self) -> None:
-        """Keep this run's root span context (and conversation id) in flowra's own session
-        state, so a ``resume()`` in another process can link back to this trace."""
+        """Keep this run's root span context (and conversation and user ids) in flowra's own
+        session state, so a ``resume()`` in another process can link back to this trace."""
         self.persist_pending = False
         try:
             if self.link_store is not None and self.root_span is not None:
-                await self.link_store.save(durable_link.link_state(self.root_span, self.conversation_id))
+                await self.link_store.save(durable_link.link_state(self.root_span, self.conversation_id, self.user_id))
         except Exception:
             internal_error("flowra_otel: could not save the trace link in session storage")
 

@@ -33,6 +33,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SESSION = "s1"
 CHAT = "chat sonnet-4-5"
 CID = semconv.GEN_AI_CONVERSATION_ID
+USER = semconv.USER_ID
 RESUMED = durable_link.RESUMED
 AGENT_RESUMED = semconv.FLOWRA_AGENT_RESUMED
 
@@ -147,6 +148,7 @@ def assert_died_in_the_tool(lines: Lines) -> dict[str, Any]:
     paused_root = started[0]
     assert paused_root["parent_id"] is None
     assert [s["attributes"].get(CID) for s in started[1:]] == ["conv-42"] * 2
+    assert [s["attributes"].get(USER) for s in started[1:]] == ["u-42"] * 2
     return paused_root
 
 
@@ -156,16 +158,21 @@ def alice_then_another(lines: Lines, second_started: list[str]) -> dict[str, Any
     first_done = lines.index({"event": "first run completed"})
     first, second = lines[:first_done], lines[first_done + 1 :]
     assert {r["attributes"].get(CID) for r in records(first, "end")} == {"alice-conv"}
+    assert {r["attributes"].get(USER) for r in records(first, "end")} == {"alice"}
     assert names(records(second, "start")) == second_started
     assert {r["attributes"].get(CID) for r in second if "attributes" in r} == {None}
+    assert {r["attributes"].get(USER) for r in second if "attributes" in r} == {None}
     return records(second, "start")[0]
 
 
-def assert_kept_link(kept: dict[str, Any] | None, paused_root: dict[str, Any], conversation_id: str | None) -> None:
-    """What the plugin kept for the next process: the dead run's root span and conversation id."""
+def assert_kept_link(
+    kept: dict[str, Any] | None, paused_root: dict[str, Any], conversation_id: str | None, user_id: str | None
+) -> None:
+    """What the plugin kept for the next process: the dead run's root span, conversation and user ids."""
     assert kept is not None
-    assert set(kept) == {"traceparent", "conversation_id"}
+    assert set(kept) == {"traceparent", "conversation_id", "user_id"}
     assert kept["conversation_id"] == conversation_id
+    assert kept["user_id"] == user_id
     assert kept["traceparent"].startswith(f"00-{paused_root['trace_id']}-{paused_root['span_id']}-")
 
 
@@ -184,7 +191,7 @@ def links_of(node: span_tree.Node) -> list[tuple[str, str, Mapping[str, Any]]]:
 
 
 def resumed_tree(exporter: InMemorySpanExporter) -> list[span_tree.Node]:
-    return span_tree.build(exporter.get_finished_spans(), (CID, RESUMED, AGENT_RESUMED))
+    return span_tree.build(exporter.get_finished_spans(), (CID, USER, RESUMED, AGENT_RESUMED))
 
 
 def assert_one_linked_continuation(exporter: InMemorySpanExporter, paused_root: dict[str, Any]) -> span_tree.Node:
@@ -206,7 +213,7 @@ def assert_resumed_from_the_tool(exporter: InMemorySpanExporter, paused_root: di
     """The ``tool`` scenario resumed: the assistant and its ``checkpoint`` call reopened as one
     linked continuation, the call named and described (the agent's tools), then its answer."""
     root = assert_one_linked_continuation(exporter, paused_root)
-    conv = {CID: "conv-42"}
+    conv = {CID: "conv-42", USER: "u-42"}  # both kept from the dead run: the resume accepts no message
     assert span_tree.shape([root]) == [("invoke_agent assistant", [("execute_tool checkpoint", []), (CHAT, [])])]
     assert [(n.name, n.attrs) for n in span_tree.walk([root])] == [
         ("invoke_agent assistant", {**conv, RESUMED: True}),
@@ -222,10 +229,11 @@ def assert_resumed_from_the_tool(exporter: InMemorySpanExporter, paused_root: di
         semconv.GEN_AI_TOOL_DESCRIPTION: "Save progress.",
         semconv.GEN_AI_AGENT_NAME: "assistant",
         CID: "conv-42",
+        USER: "u-42",
     }
 
 
 def assert_stamped(exporter: InMemorySpanExporter, *, leaks: bool) -> None:
-    """The resumed later run is stamped ``alice-conv`` (``leaks``) or no conversation id at all."""
-    stamped = {(s.attributes or {}).get(CID) for s in exporter.get_finished_spans()}
-    assert stamped == ({"alice-conv"} if leaks else {None})
+    """The resumed later run is stamped alice's conversation and user ids (``leaks``) or none at all."""
+    stamped = {((s.attributes or {}).get(CID), (s.attributes or {}).get(USER)) for s in exporter.get_finished_spans()}
+    assert stamped == ({("alice-conv", "alice")} if leaks else {(None, None)})

@@ -5,7 +5,6 @@ the protocol is ``tests.both_lines.line.Scenarios``)."""
 from __future__ import annotations
 
 import copy
-import dataclasses
 import random
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -21,6 +20,7 @@ from openai import AsyncOpenAI
 from flowra_otel import OtelHooks
 from flowra_otel.adapters.hook_registry.messages import MESSAGES as _MESSAGES
 from flowra_otel.core.content import MessageReader
+from flowra_otel.redaction import map_result_text
 from tests.both_lines.line import HistoryEdit, ToolRun
 from tests.hook_registry import conftest as line_conftest
 from tests.hook_registry.conftest import hooks_with
@@ -145,9 +145,9 @@ async def customer_run(
         masking = mask
 
         def masked_result(event: Event[AfterToolCallEvent]) -> None:
-            """The app's own redaction hook: it rewrites the tool result flowra hands on."""
-            result = event.data.result
-            event.data.result = dataclasses.replace(result, content=masking(result.content))
+            """The app's own redaction hook: it rewrites the tool result flowra hands on, the way
+            docs/redaction.md writes one (``map_result_text``)."""
+            event.data.result = map_result_text(event.data.result, masking)
 
         registry.on(AfterToolCallEvent, masked_result)
     async with tool_registry(lookup_customer) as tools:

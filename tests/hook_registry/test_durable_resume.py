@@ -145,20 +145,20 @@ async def die_in_a_run(scenario: str, base: str) -> None:
     if scenario.startswith("tool"):
         os.environ[CRASH] = "1"
         runtime = await durable_runtime(base, hooks, sub_agent=False, main=[CHECKPOINT_CALL], researcher=[])
-        await run_tool_loop(runtime, "Save my work", metadata={"conversation_id": "conv-42"})
+        await run_tool_loop(runtime, "Save my work", metadata={"conversation_id": "conv-42", "user_id": "u-42"})
     elif scenario == "sub_agent":
         main: list[Any] = [
             tool_calls_response([("c0", "checkpoint", {"step": "beside"}), ("r1", "research", {"query": "Why?"})])
         ]
         runtime = await durable_runtime(base, hooks, sub_agent=True, main=main, researcher=[die])
-        await run_tool_loop(runtime, "Research and save", metadata={"conversation_id": "conv-42"})
+        await run_tool_loop(runtime, "Research and save", metadata={"conversation_id": "conv-42", "user_id": "u-42"})
     else:
         store = ONE_KEY_STORES.get(scenario.removeprefix("after_alice:"))
         if store is not None:
             vars(patches)["NodeStateLinkStore"] = store  # what the negative checks remove
         main = [text_response("Hello Alice."), CHECKPOINT_CALL, die]
         runtime = await durable_runtime(base, hooks, sub_agent=False, main=main, researcher=[])
-        await run_tool_loop(runtime, "I am Alice", metadata={"conversation_id": "alice-conv"})
+        await run_tool_loop(runtime, "I am Alice", metadata={"conversation_id": "alice-conv", "user_id": "alice"})
         print(json.dumps({"event": "first run completed"}), flush=True)
         await run_tool_loop(runtime, "Save my work")
     raise AssertionError("the run was to die")
@@ -200,7 +200,7 @@ async def test_a_run_that_died_in_a_tool_resumes_linked_to_its_trace(
 ) -> None:
     paused_root = assert_died_in_the_tool(crashed("tool", tmp_path))
     # What the plugin kept for the next process: under its run's own key.
-    assert_kept_link(await kept_link(tmp_path), paused_root, "conv-42")
+    assert_kept_link(await kept_link(tmp_path), paused_root, "conv-42", "u-42")
 
     result = await resume(tmp_path, make_otel_hooks())
     assert final_text(result) == "Saved."
@@ -274,7 +274,7 @@ async def test_a_crash_inside_a_sub_agent_resumes_as_one_linked_continuation(
     # taken for the research call's.
     root = assert_one_linked_continuation(span_exporter, paused_root)
     assert span_tree.shape([root]) == RESUMED_SUB_AGENT
-    conv = {CID: "conv-42"}
+    conv = {CID: "conv-42", durable.USER: "u-42"}  # kept from the dead run
     assert [(n.name, n.attrs) for n in span_tree.walk([root])] == [
         ("invoke_agent assistant", {**conv, RESUMED: True}),
         ("execute_tool research", conv),
@@ -348,7 +348,8 @@ async def test_a_later_run_without_a_conversation_id_never_resumes_with_an_earli
     # Each run kept its own link: r1's says alice-conv, r2's says it has no conversation id.
     first_link = await kept_link(tmp_path, "r1")
     assert first_link is not None and first_link["conversation_id"] == "alice-conv"
-    assert_kept_link(await kept_link(tmp_path, "r2"), paused_root, None)
+    assert first_link["user_id"] == "alice"
+    assert_kept_link(await kept_link(tmp_path, "r2"), paused_root, None, None)
 
     await resume(tmp_path, make_otel_hooks())
     root = assert_one_linked_continuation(span_exporter, paused_root)

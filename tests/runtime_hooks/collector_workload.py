@@ -1,4 +1,4 @@
-"""flowra 0.0.86 - 0.0.93 runs for the collector and Jaeger end-to-end tests (the interface is
+"""flowra 0.0.56 - 0.0.93 runs for the collector and Jaeger end-to-end tests (the interface is
 ``tests.collector_workload.Workload``): real agents, a research agent used as a tool, a scripted
 model, ``OtelHooks`` on the tracer provider the test passes."""
 

@@ -1,4 +1,4 @@
-"""flowra 0.0.56 - 0.0.93 helpers: tracing a runtime, and the end-of-run check."""
+"""flowra 0.0.47 - 0.0.93 helpers: tracing a runtime, and the end-of-run check."""
 
 from __future__ import annotations
 

@@ -28,6 +28,7 @@ from flowra_otel.adapters.runtime_hooks import mcp_client
 from tests.runtime_hooks.support import (
     ScriptedProvider,
     llm_config,
+    provider_services,
     replace_result_text,
     run_turn,
     system,
@@ -70,7 +71,9 @@ async def mcp_tool_run(
     connection = await McpConnection.connect(url)
     try:
         turn = TurnConfig(llm_config=llm_config(provider), system=system(), history=[], tools=connection.snapshot())
-        runtime = AgentRuntime(agents={"assistant": TurnAgent}, services={TurnConfig: turn})
+        runtime = AgentRuntime(
+            agents={"assistant": TurnAgent}, services={TurnConfig: turn, **provider_services(provider)}
+        )
         OtelHooks(tracer_provider=tracer_provider, capture_content=True, **options).install(runtime)
         runtime.hooks.on(AfterToolCallEvent, mask_city)
         result = await run_turn(runtime, QUESTION, conversation_id=conversation_id)

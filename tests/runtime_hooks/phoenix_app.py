@@ -1,4 +1,4 @@
-"""The multi-agent app the Phoenix end-to-end test of flowra 0.0.86 - 0.0.93 runs, in its own process.
+"""The multi-agent app the Phoenix end-to-end test of flowra 0.0.56 - 0.0.93 runs, in its own process.
 
     python -m tests.runtime_hooks.phoenix_app CONVERSATION_ID     (OTEL_* variables say where the traces go)
 

@@ -1,4 +1,4 @@
-"""The scenarios of ``tests/both_lines/`` on flowra 0.0.56 - 0.0.93: flowra's ``ChatAgent`` /
+"""The scenarios of ``tests/both_lines/`` on flowra 0.0.47 - 0.0.93: flowra's ``ChatAgent`` /
 ``TurnAgent`` on an ``AgentRuntime`` with the plugin installed on it (the same names as
 ``tests/hook_registry/scenarios.py``; the protocol is ``tests.both_lines.line.Scenarios``)."""
 
@@ -35,6 +35,7 @@ from openai import AsyncOpenAI
 from flowra_otel import OtelHooks
 from flowra_otel.adapters.runtime_hooks.messages import MESSAGES as _MESSAGES
 from flowra_otel.core.content import MessageReader
+from flowra_otel.redaction import map_result_text
 from tests.both_lines.line import HistoryEdit, ToolRun
 from tests.runtime_hooks import conftest as line_conftest
 from tests.runtime_hooks import support
@@ -47,8 +48,8 @@ from tests.runtime_hooks.support import (
     get_weather,
     llm_config,
     lookup_customer,
+    provider_services,
     registry,
-    replace_result_text,
     research_runtime,
     run_chat,
     run_turn,
@@ -63,11 +64,15 @@ AGENT_PATH = "assistant/turn"
 """The ``ChatAgent`` ``assistant`` has its ``TurnAgent`` child do the work: that one's span is
 ``invoke_agent assistant``."""
 RESEARCH_AGENT_PATHS = frozenset({"assistant/turn", "researcher", "researcher/turn"})
-METADATA_EVENTS = 2
-"""``StartTurnEvent`` and ``MessageAcceptedEvent`` carry the spec's metadata."""
+METADATA_EVENTS = len(support.METADATA_EVENT_TYPES)
+"""``StartTurnEvent`` and ``MessageAcceptedEvent`` carry the spec's metadata (0.0.47: the latter alone)."""
 MESSAGES: MessageReader = _MESSAGES
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-EXAMPLES_SKIP: str | None = None
+EXAMPLES_SKIP = (
+    None
+    if support.PROVIDER_IN_CONFIG
+    else f"the examples use the flowra >= 0.0.56 API (LLMConfig.provider); installed: {support.FLOWRA_VERSION}"
+)
 HOOK_ORDERS: tuple[bool, ...] = (False, True)
 """The app's hooks after the plugin, and before it (``runtime.hooks.on`` before ``otel.install``):
 the tracing acts after every handler whatever the order."""
@@ -210,8 +215,9 @@ async def customer_run(
         masking = mask
 
         def masked_result(event: Event[AfterToolCallEvent]) -> None:
-            """The app's own redaction hook: it rewrites the tool result flowra hands on."""
-            event.data.result = replace_result_text(event.data.result, masking)
+            """The app's own redaction hook: it rewrites the tool result flowra hands on, the way
+            docs/redaction.md writes one (``map_result_text``)."""
+            event.data.result = map_result_text(event.data.result, masking)
 
         runtime.hooks.on(AfterToolCallEvent, masked_result)
     otel.install(runtime)
@@ -253,7 +259,9 @@ async def tool_hook_run(
 async def budget_run(otel: OtelHooks, steps: Sequence[Script], offered: list[Any], text: str, prompt: str) -> None:
     provider = ScriptedProvider(*steps)
     config = TurnConfig(llm_config=llm_config(provider), system=system(prompt), history=[], tools=registry(*offered))
-    runtime = AgentRuntime(agents={"assistant": TurnAgent}, services={TurnConfig: config})
+    runtime = AgentRuntime(
+        agents={"assistant": TurnAgent}, services={TurnConfig: config, **provider_services(provider)}
+    )
     otel.install(runtime)
     await run_turn(runtime, text)
 

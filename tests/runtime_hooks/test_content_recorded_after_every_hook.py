@@ -38,9 +38,9 @@ from typing import Any, ClassVar, cast
 
 import pytest
 from flowra.agent import AgentRuntime, AgentStore, Event, Hooks, InterruptToken, ServiceLocator
-from flowra.lib.chat import ChatAgent, ChatConfig, ChatResult, ChatSpec
-from flowra.lib.turn import TurnAgent, TurnConfig, TurnSpec
-from flowra.lib.turn.hook_events import AfterToolCallEvent, BeforeToolCallEvent, StartTurnEvent, TextReasoningEvent
+from flowra.lib.chat import ChatAgent, ChatConfig, ChatResult
+from flowra.lib.turn import TurnAgent, TurnConfig
+from flowra.lib.turn.hook_events import AfterToolCallEvent, BeforeToolCallEvent, TextReasoningEvent
 from flowra.llm import (
     AssistantMessage,
     LLMRequest,
@@ -68,24 +68,32 @@ from flowra_otel.testing import assert_no_leak, find_leaks
 from tests import span_tree
 from tests.runtime_hooks.conftest import SpanLedger, assert_all_ended, traced, wrapped_result
 from tests.runtime_hooks.support import (
+    CALL_STACK_SCOPES,
     CARD,
     HAS_CALLS_EVENT,
     HAS_RESULT_BLOCKS,
+    INPUT_EVENT,
     SSN,
     CityParams,
+    ResearcherAgent,
+    ResearcherSetup,
     ScriptedProvider,
     ToolFailureError,
     chat_runtime,
+    chat_spec,
     explode,
     get_weather,
     llm_config,
     lookup_customer,
+    provider_services,
     replace_result_text,
     requires,
+    research_tool,
     result_text,
     system,
     text_response,
     tool_calls_response,
+    turn_spec,
 )
 
 MakeHooks = Callable[..., OtelHooks]
@@ -165,7 +173,7 @@ def scrub_arguments(event: Event[BeforeToolCallEvent]) -> None:
     event.data.tool_use = scrubbed_call(event.data.tool_use)
 
 
-def redact_input(event: Event[StartTurnEvent]) -> None:
+def redact_input(event: Event[Any]) -> None:
     event.data.messages = scrubbed_input(event.data.messages)
 
 
@@ -179,11 +187,11 @@ class RedactingChat(ChatAgent):
         self, store: AgentStore, services: ServiceLocator, config: ChatConfig, hooks: Hooks, interrupt: InterruptToken
     ) -> None:
         super().__init__(store, services, config, hooks, interrupt)
-        hooks.on(StartTurnEvent, self.redact_input)
+        hooks.on(INPUT_EVENT, self.redact_input)
         hooks.on(BeforeToolCallEvent, self.scrub_arguments)
         hooks.on(AfterToolCallEvent, self.mask_result)
 
-    def redact_input(self, event: Event[StartTurnEvent]) -> None:
+    def redact_input(self, event: Event[Any]) -> None:
         event.data.messages = scrubbed_input(event.data.messages)
 
     def scrub_arguments(self, event: Event[BeforeToolCallEvent]) -> None:
@@ -223,7 +231,7 @@ def redacting_runtime(
     chat: type[ChatAgent] = {GLOBAL: ChatAgent, SCOPED: RedactingChat, BOTH: CardRedactingChat}[registration]
     runtime = traced(make_otel_hooks, chat_runtime(provider, *tools, agents={"assistant": chat}), **options)
     if registration == GLOBAL:
-        runtime.hooks.on(StartTurnEvent, redact_input)
+        runtime.hooks.on(INPUT_EVENT, redact_input)
         runtime.hooks.on(BeforeToolCallEvent, scrub_arguments)
         runtime.hooks.on(AfterToolCallEvent, mask_record)
     elif registration == BOTH:
@@ -232,7 +240,7 @@ def redacting_runtime(
 
 
 async def run_as(runtime: AgentRuntime, chat: type[ChatAgent], text: str = "Look up Ada") -> ChatResult:
-    result = await runtime.run(agent=chat, spec=ChatSpec.text(text))
+    result = await runtime.run(agent=chat, spec=chat_spec(text))
     assert isinstance(result, ChatResult), result
     return result
 
@@ -464,8 +472,9 @@ async def test_a_redacted_user_input_is_recorded_on_the_agent_and_the_chat(
     make_otel_hooks: MakeHooks,
     span_exporter: InMemorySpanExporter,
 ) -> None:
-    """A ``StartTurnEvent`` hook rewrites the turn's input: the agent's ``gen_ai.input.messages``
-    (recorded when every handler of that event ran) and the chat's have the rewritten text."""
+    """An ``INPUT_EVENT`` hook (``StartTurnEvent``; 0.0.47: ``UserMessageEvent``) rewrites the
+    turn's input: the agent's ``gen_ai.input.messages`` (recorded when every handler of that event
+    ran) and the chat's have the rewritten text."""
     if not emit:
         remove(EARLY_EMIT)
     provider = ScriptedProvider(text_response("noted"))
@@ -513,6 +522,49 @@ async def test_every_channel_redacted_at_once_by_scoped_hooks(
     everything = json.dumps([[attrs(s), s.status.description] for s in finished], ensure_ascii=False)
     for value in MASKS.values():  # every redacted value is recorded: the trace is not merely empty
         assert value in everything
+    assert_all_ended(ledger, span_exporter)
+
+
+async def test_a_chats_scoped_hook_reaches_an_agent_it_runs_as_a_tool_as_flowra_says_and_the_trace_follows(
+    make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter, ledger: SpanLedger
+) -> None:
+    """The chat's own ``AfterToolCallEvent`` hook (registered by the chat agent, scoped to it) and
+    the ``research`` agent it runs as a tool, whose own tool returns the record. From 0.0.56 scopes
+    follow the call stack: the hook masks the researcher's result too. Before, they follow
+    registry paths (``researcher/turn`` is not under ``assistant``): the hook never sees that
+    result and the researcher's model is given the raw record. Either way the trace shows what the
+    model really got, never more: the tool span's result is exactly what the researcher's next
+    request carried, a ledger only where a hook changed it, and a secret only where the model had it."""
+    main = ScriptedProvider(tool_calls_response(("r1", "research", {"question": "Who is Ada?"})), text_response("ok"))
+    researcher = ScriptedProvider(
+        tool_calls_response(("c1", "lookup_customer", {"name": "Ada"})), text_response("Ada is a customer.")
+    )
+    setup = ResearcherSetup(provider=researcher, tools=(lookup_customer,))
+    agents: dict[str, Any] = {"assistant": RedactingChat, "researcher": ResearcherAgent}
+    runtime = chat_runtime(main, research_tool, agents=agents, services={ResearcherSetup: setup})
+    await run_as(traced(make_otel_hooks, runtime, capture_content=True), RedactingChat, "Research Ada")
+
+    given = [
+        result_text(b) for m in researcher.requests[-1].messages for b in m.blocks if isinstance(b, ToolResultBlock)
+    ]
+    assert given == ([MASKED_RECORD] if CALL_STACK_SCOPES else [RECORD])
+    (lookup,) = named(span_exporter, "execute_tool lookup_customer")
+    assert attrs(lookup)[semconv.GEN_AI_TOOL_CALL_RESULT] == wrapped_result(given[0])
+    if CALL_STACK_SCOPES:
+        assert ledger_of(lookup)["flowra.redaction.result.handlers"] == [f"{__name__}.RedactingChat.mask_result"]
+        assert_no_leak(spans(span_exporter), [SSN, CARD])
+    else:
+        assert ledger_of(lookup) == {}  # no hook changed it: no redaction is claimed
+        chats = named(span_exporter, "chat sonnet-4-5")
+        researcher_chats = [s for s in chats if str(attrs(s)[semconv.GEN_AI_AGENT_NAME]).startswith("researcher")]
+        assert len(researcher_chats) == 2
+        result, inputs = f"attribute {semconv.GEN_AI_TOOL_CALL_RESULT}", f"attribute {semconv.GEN_AI_INPUT_MESSAGES}"
+        assert leak_places(span_exporter, [SSN, CARD]) == {
+            ("execute_tool lookup_customer", result),  # what the tool gave the researcher's model
+            ("chat sonnet-4-5", inputs),  # the researcher's second call, which carried it
+        }
+        (carrying,) = [s for s in researcher_chats if SSN in str(attrs(s).get(semconv.GEN_AI_INPUT_MESSAGES))]
+        assert carrying is researcher_chats[-1]
     assert_all_ended(ledger, span_exporter)
 
 
@@ -871,7 +923,7 @@ class ModelScrubber:
 
     async def scrub(self, event: Event[AfterToolCallEvent]) -> None:
         raw = event.data.result
-        result = await self.runtime.run(agent=TurnAgent, spec=TurnSpec.text(f"Remove identifiers: {result_text(raw)}"))
+        result = await self.runtime.run(agent=TurnAgent, spec=turn_spec(f"Remove identifiers: {result_text(raw)}"))
         message = getattr(result, "result_message", None)
         assert isinstance(message, AssistantMessage)
         text = "".join(b.text for b in message.blocks if isinstance(b, TextBlock))
@@ -882,7 +934,7 @@ def scrubber_runtime(provider: ScriptedProvider) -> AgentRuntime:
     config = TurnConfig(
         llm_config=llm_config(provider, SMALL_MODEL), system=system("You remove identifiers."), history=[]
     )
-    return AgentRuntime(agents={"scrubber": TurnAgent}, services={TurnConfig: config})
+    return AgentRuntime(agents={"scrubber": TurnAgent}, services={TurnConfig: config, **provider_services(provider)})
 
 
 class _NeverInHooks:
@@ -958,7 +1010,7 @@ class EventScrubber(ModelScrubber):
 
     async def check_reasoning(self, event: Event[TextReasoningEvent]) -> None:
         if SSN in event.data.text.text:  # the text beside the tool call; not the final answer
-            await self.runtime.run(agent=TurnAgent, spec=TurnSpec.text(f"Check: {event.data.text.text}"))
+            await self.runtime.run(agent=TurnAgent, spec=turn_spec(f"Check: {event.data.text.text}"))
 
     async def scrub_in_a_task(self, event: Event[AfterToolCallEvent]) -> None:
         await asyncio.ensure_future(self.scrub(event))

@@ -59,11 +59,13 @@ from tests.both_lines.durable_resume import (
 )
 from tests.runtime_hooks.conftest import SpanLedger, assert_all_ended, traced
 from tests.runtime_hooks.support import (
+    EPHEMERAL_STATE,
     CityParams,
     ResearcherAgent,
     ResearcherSetup,
     ScriptedProvider,
     chat_runtime,
+    requires,
     research_tool,
     run_chat,
     text_response,
@@ -71,6 +73,7 @@ from tests.runtime_hooks.support import (
 )
 
 MakeHooks = Callable[..., OtelHooks]
+LINKED = requires(EPHEMERAL_STATE, "a durable run's trace link is kept in ephemeral state (flowra 0.0.49+)")
 
 
 # ================================================================================ the dying process
@@ -126,19 +129,19 @@ CHECKPOINT_CALL = tool_calls_response(("c1", "checkpoint", {"city": "Rome"}))
 async def die_in_a_run(scenario: str, base: str) -> None:
     """The process that dies. ``tool``: the chat's own tool call; ``sub_agent``: the research
     agent's tool call, while the chat's ``research`` call waits for it; ``after_alice*``: a run
-    with conversation ``alice-conv`` completes, then a run with none dies in its tool."""
+    with conversation ``alice-conv`` (user ``alice``) completes, then a run with neither dies in its tool."""
     tracer_provider = TracerProvider()
     tracer_provider.add_span_processor(Announce())
     hooks = OtelHooks(tracer_provider=tracer_provider)
     if scenario == "tool":
         runtime = durable_runtime(base, sub_agent=False, crash=True, main=[CHECKPOINT_CALL], researcher=[])
         hooks.install(runtime)
-        await run_chat(runtime, "Save my work", conversation_id="conv-42")
+        await run_chat(runtime, "Save my work", conversation_id="conv-42", user_id="u-42")
     elif scenario == "sub_agent":
         main = [tool_calls_response(("r1", "research", {"question": "Why?"}))]
         runtime = durable_runtime(base, sub_agent=True, crash=True, main=main, researcher=[CHECKPOINT_CALL])
         hooks.install(runtime)
-        await run_chat(runtime, "Research and save", conversation_id="conv-42")
+        await run_chat(runtime, "Research and save", conversation_id="conv-42", user_id="u-42")
     else:
         store = ONE_KEY_STORES.get(scenario.removeprefix("after_alice:"))
         if store is not None:
@@ -146,7 +149,7 @@ async def die_in_a_run(scenario: str, base: str) -> None:
         main = [text_response("Hello Alice."), CHECKPOINT_CALL]
         runtime = durable_runtime(base, sub_agent=False, crash=True, main=main, researcher=[])
         hooks.install(runtime)
-        await run_chat(runtime, "I am Alice", conversation_id="alice-conv")
+        await run_chat(runtime, "I am Alice", conversation_id="alice-conv", user_id="alice")
         print(json.dumps({"event": "first run completed"}), flush=True)
         await run_chat(runtime, "Save my work")
     raise AssertionError("the run was to die in its tool")
@@ -166,12 +169,18 @@ def storage(base: Path) -> FileSessionStorage:
     return FileSessionStorage(str(base), SESSION)
 
 
+def files_named_ours(base: Path) -> list[Path]:
+    """Files in a session storage whose name holds the plugin's key prefix."""
+    return [p for p in base.rglob("*") if KEY_PREFIX.rstrip(".") in p.name]
+
+
 async def kept_link(base: Path, node_id: str = "r1") -> dict[str, Any] | None:
     """What the plugin keeps for the run rooted at ``node_id`` (its ephemeral key)."""
     return await EphemeralLinkStore(storage(base), node_id).load()
 
 
 # ================================================================================ resume after a crash in a tool
+@LINKED
 async def test_a_run_that_died_in_a_tool_resumes_linked_to_its_trace(
     crashed: Crashed,
     tmp_path: Path,
@@ -182,8 +191,8 @@ async def test_a_run_that_died_in_a_tool_resumes_linked_to_its_trace(
     paused_root = assert_died_in_the_tool(crashed("tool", tmp_path))
     # What the plugin kept for the next process: in the storage's ephemeral state, under its
     # run's key, never in the persistent state (which outlives the run).
-    assert_kept_link(await kept_link(tmp_path), paused_root, "conv-42")
-    if hasattr(storage(tmp_path), "scope_keys"):  # listing the persistent keys: not on 0.0.56 - 0.0.70
+    assert_kept_link(await kept_link(tmp_path), paused_root, "conv-42", "u-42")
+    if hasattr(storage(tmp_path), "scope_keys"):  # listing the persistent keys: not on 0.0.49 - 0.0.70
         assert [k for k in await storage(tmp_path).scope_keys() if k.startswith(KEY_PREFIX.rstrip("."))] == []
 
     runtime = traced(
@@ -234,6 +243,7 @@ def resume_sub_agent_runtime(base: Path, make_otel_hooks: MakeHooks) -> AgentRun
     )
 
 
+@LINKED
 async def test_a_crash_inside_a_sub_agent_resumes_as_one_linked_continuation(
     crashed: Crashed,
     tmp_path: Path,
@@ -263,7 +273,7 @@ async def test_a_crash_inside_a_sub_agent_resumes_as_one_linked_continuation(
     # call, each outside its parent's flowing value: still one continuation, each under its parent.
     root = assert_one_linked_continuation(span_exporter, paused_root)
     assert span_tree.shape([root]) == RESUMED_SUB_AGENT
-    conv = {CID: "conv-42"}
+    conv = {CID: "conv-42", durable.USER: "u-42"}  # kept from the dead run
     assert [(n.name, n.attrs) for n in span_tree.walk([root])] == [
         ("invoke_agent assistant", {**conv, RESUMED: True}),
         ("execute_tool research", conv),
@@ -299,7 +309,31 @@ async def test_without_the_resume_frames_a_resumed_sub_agent_starts_separate_tra
     assert len({ids(r)[0] for r in roots}) == 3
 
 
+@requires(not EPHEMERAL_STATE, "flowra 0.0.47 - 0.0.48 only: no ephemeral state to keep a trace link in")
+async def test_without_ephemeral_state_a_resumed_run_is_one_trace_of_its_own(
+    crashed: Crashed,
+    tmp_path: Path,
+    make_otel_hooks: MakeHooks,
+    span_exporter: InMemorySpanExporter,
+    ledger: SpanLedger,
+) -> None:
+    """flowra 0.0.47 - 0.0.48 keep no per-run state a resume could read the dead run's trace from
+    (docs/design.md): the resumed run is one new trace with no link to the dead one, the reopened
+    sub-agent still nested under its tool call, and the plugin wrote nothing into the storage."""
+    started = records(crashed("sub_agent", tmp_path), "start")
+    result = await resume_sub_agent_runtime(tmp_path, make_otel_hooks).resume()
+    assert isinstance(result, ChatResult) and result.response == "All done."
+    roots = resumed_tree(span_exporter)
+    assert span_tree.shape(roots) == RESUMED_SUB_AGENT
+    (root,) = roots
+    assert root.span is not None and list(root.span.links) == []
+    assert f"{ids(root)[0]:032x}" != started[0]["trace_id"]
+    assert files_named_ours(tmp_path) == []
+    assert_all_ended(ledger, span_exporter)
+
+
 # ================================================================================ conversation ids stay with their run
+@LINKED
 async def test_a_later_run_without_a_conversation_id_never_resumes_with_an_earlier_ones(
     crashed: Crashed,
     tmp_path: Path,
@@ -314,7 +348,7 @@ async def test_a_later_run_without_a_conversation_id_never_resumes_with_an_earli
     # Run r1 completed (its link cleared with flowra's ephemeral state); r2 kept its own,
     # saying it has no conversation id.
     assert await kept_link(tmp_path, "r1") is None
-    assert_kept_link(await kept_link(tmp_path, "r2"), paused_root, None)
+    assert_kept_link(await kept_link(tmp_path, "r2"), paused_root, None, None)
 
     runtime = traced(
         make_otel_hooks,
@@ -330,6 +364,7 @@ async def test_a_later_run_without_a_conversation_id_never_resumes_with_an_earli
     assert_all_ended(ledger, span_exporter)
 
 
+@LINKED
 @pytest.mark.parametrize(
     ("store", "leaks"),
     [("one_key", False), ("one_key_drops_none", True)],

@@ -30,6 +30,7 @@ from flowra_otel.adapters.runtime_hooks import _flowra, emit_patch
 from tests import span_tree
 from tests.runtime_hooks.conftest import SpanLedger, assert_all_ended, traced
 from tests.runtime_hooks.support import (
+    INPUT_EVENT,
     ScriptedProvider,
     explode,
     get_weather,
@@ -113,7 +114,7 @@ async def _run(
     result = await run_turn(runtime, "Weather, please", conversation_id="conv-7")
     assert str(result.status) == "completed"
     if loop:
-        assert {"StartTurnEvent", "BeforeToolCallEvent", "AfterToolCallEvent"} <= set(seen)
+        assert {INPUT_EVENT.__name__, "BeforeToolCallEvent", "AfterToolCallEvent"} <= set(seen)
     trace = _comparable(span_tree.build(exporter.get_finished_spans()[already:], None))
     return trace, _recorded(before, _metrics(reader))
 

@@ -9,19 +9,27 @@ and agents used as tools are runtime children (hence ``invoke_agent research/tur
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import socket
 import subprocess
+import time
 from pathlib import Path
 
-from tests import examples_run
-from tests.runtime_hooks.support import HAS_RESULT_BLOCKS, requires
+import pytest
+
+from flowra_otel.adapters.runtime_hooks import mcp_client
+from tests import examples_run, mcp_server_process
+from tests.runtime_hooks.scenarios import EXAMPLES_SKIP
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
+pytestmark = pytest.mark.skipif(EXAMPLES_SKIP is not None, reason=EXAMPLES_SKIP or "")
 
 
-def run_example(name: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return examples_run.run_example(EXAMPLES, name, **env)
+def run_example(name: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return examples_run.run_example(EXAMPLES, name, *args, **env)
 
 
 def tree_of(lines: list[str]) -> list[str]:
@@ -85,7 +93,6 @@ def test_multi_agent_prints_the_nested_tree() -> None:
     )
 
 
-@requires(HAS_RESULT_BLOCKS, "examples/redaction_audit.py's hook edits result blocks (flowra 0.0.86+)")
 def test_redaction_audit_is_clean_with_the_hook_and_finds_the_leak_without() -> None:
     out = run_example("redaction_audit.py").stdout
     clean, leaky = out.split("=== audit without it (a planted leak): exit status 1\n")
@@ -100,3 +107,57 @@ def test_redaction_audit_is_clean_with_the_hook_and_finds_the_leak_without() -> 
     assert "LEAK api_key: span 'execute_tool lookup_customer'" in leaky
     assert "LEAK email: span 'chat gpt-4o'" in leaky
     assert "result: LEAK (4 finding(s))" in leaky
+
+
+def test_the_mcp_pair_makes_one_trace_across_both_processes(tmp_path: Path) -> None:
+    """examples/mcp_server.py in the MCP server's own environment (requirements/mcp.lock: the ``mcp``
+    SDK and the OpenTelemetry SDK, no flowra) and examples/mcp_agent.py here, both appending to one
+    traces file, as their docstrings say: the agent's tree, its answer, and the audit of the file
+    (one tool call; the server's span of it continues the agent's ``execute_tool`` span, where this
+    flowra's client carries the context)."""
+    traces = tmp_path / "spans.jsonl"
+    port = mcp_server_process.free_port()
+    server = subprocess.Popen(
+        [
+            mcp_server_process.mcp_python(),
+            str(EXAMPLES / "mcp_server.py"),
+            "--port",
+            str(port),
+            "--traces-file",
+            str(traces),
+        ],
+        env={k: v for k, v in os.environ.items() if not k.startswith("OTEL_")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                break
+            assert server.poll() is None and time.monotonic() < deadline, "the example MCP server did not start"
+            time.sleep(0.1)
+        out = run_example("mcp_agent.py", "--url", f"http://127.0.0.1:{port}/mcp", "--traces-file", str(traces)).stdout
+    finally:
+        server.terminate()
+        server.wait(10)
+        if server.stdout is not None:
+            server.stdout.close()
+    lines = out.splitlines()
+    assert lines[0].startswith("trace ")
+    assert tree_of(lines[1:5]) == [
+        "invoke_agent assistant",
+        "├─ chat gpt-4o",
+        "├─ execute_tool forecast",
+        "└─ chat gpt-4o",
+    ], out
+    assert "agent answered: It is sunny and 24°C in Oslo." in out
+    assert "\ntool calls: 1\n" in out and "\nMCP server spans: 1 " in out
+    (call,) = re.findall(r"  forecast  call_id=call_1  status=ok  trace_id=(\w+)  span_id=(\w+)", out)
+    (served,) = re.findall(r"  forecast  service=weather-mcp-server  status=ok  continues=(.+?)  trace_id=(\w+)", out)
+    if mcp_client.CALL_TAKES_META:
+        assert served == (f"span_id={call[1]}", call[0])  # one trace: the server's span under execute_tool
+    else:
+        assert served[0] == "none (a trace of its own)"
+    assert out.rstrip().endswith("result: clean")

@@ -39,6 +39,7 @@ from tests.runtime_hooks.support import (
     replace_result_text,
     result_text,
     run_chat,
+    scoped_hook,
     text_response,
     tool_calls_response,
 )
@@ -119,7 +120,7 @@ def customer_runtime(shape: str) -> tuple[AgentRuntime, ScriptedProvider]:
     services: dict[type, Any] = {HookSubscription: make()} if make is not None else {}
     runtime = chat_runtime(provider, lookup_customer, services=services)
     assert type(runtime.hooks) is (make if make is not None else HooksImpl)
-    runtime.hooks.on(hook_events.AfterToolCallEvent, scrub_ssn, scope=ChatAgent)
+    scoped_hook(runtime, hook_events.AfterToolCallEvent, scrub_ssn, ChatAgent)
     return runtime, provider
 
 
@@ -217,14 +218,15 @@ class Greeting:
     name: str
 
 
-class Greeter(Agent[Greeting, str]):
-    """An agent that needs no hooks (so it runs with any ``HookSubscription``)."""
+class Greeter(Agent[Greeting, Greeting]):
+    """An agent that needs no hooks (so it runs with any ``HookSubscription``); it answers with a
+    dataclass, as a step must before 0.0.56."""
 
     __slots__ = ()
 
     @step("greet", entry=True)
-    async def greet(self, spec: Greeting) -> str:
-        return f"Hello {spec.name}"
+    async def greet(self, spec: Greeting) -> Greeting:
+        return Greeting(name=f"Hello {spec.name}")
 
 
 def custom_runtime() -> AgentRuntime:
@@ -246,5 +248,5 @@ async def test_without_the_check_a_foreign_subscription_is_traced_as_nothing(
     monkeypatch.setattr(_flowra, "check", lambda runtime: None)
     runtime = custom_runtime()
     make_otel_hooks().install(runtime)
-    assert await runtime.run(agent=Greeter, spec=Greeting(name="Ada")) == "Hello Ada"
+    assert await runtime.run(agent=Greeter, spec=Greeting(name="Ada")) == Greeting(name="Hello Ada")
     assert span_exporter.get_finished_spans() == ()

@@ -5,7 +5,7 @@ a supported flowra, and nothing at all when tracing is off.
   (``ValueError``) and the first keeps its options;
 * anything but an ``AgentRuntime`` is a ``TypeError``, as are the flowra 0.0.3 - 0.0.8 entry
   points (``register_hooks``, ``child_registry``), each naming what to call instead;
-* a flowra outside 0.0.3 - 0.0.8 and 0.0.56 - 0.0.93 (or none) is ``UnsupportedFlowraError``
+* a flowra outside 0.0.3 - 0.0.8 and 0.0.47 - 0.0.93 (or none) is ``UnsupportedFlowraError``
   naming the supported releases, raised before anything else;
 * with no-op providers nothing is subscribed and flowra's ``emit`` is not patched.
 """
@@ -41,6 +41,7 @@ from tests.runtime_hooks.support import (
     ScriptedProvider,
     chat_runtime,
     get_weather,
+    global_subscriptions,
     run_chat,
     text_response,
     tool_calls_response,
@@ -53,7 +54,7 @@ SHAPE: list[Any] = [
         [("chat sonnet-4-5", []), ("execute_tool get_weather", []), ("chat sonnet-4-5", [])],
     )
 ]
-UNSUPPORTED = ["0.0.2", "0.0.9", "0.0.47", "0.0.50", "0.0.55", "0.0.94", "0.1.0", "1.0.0", "not-a-version"]
+UNSUPPORTED = ["0.0.2", "0.0.9", "0.0.30", "0.0.45", "0.0.46", "0.0.94", "0.1.0", "1.0.0", "not-a-version"]
 
 
 def weather_runtime() -> AgentRuntime:
@@ -74,8 +75,7 @@ def shape(exporter: InMemorySpanExporter) -> list[Any]:
 
 def subscriptions(runtime: AgentRuntime) -> int:
     """Global event and span subscriptions on the runtime's hooks (a fresh runtime has none)."""
-    root = runtime.hooks._root  # type: ignore[attr-defined]
-    return sum(len(subs) for group in (root._events, root._spans) for subs in group.global_subscriptions.values())
+    return global_subscriptions(runtime.hooks)
 
 
 def flowing_vars(runtime: AgentRuntime) -> int:
@@ -161,7 +161,7 @@ def test_install_on_anything_but_a_runtime_is_a_type_error(
 ) -> None:
     with pytest.raises(TypeError, match=r"^flowra_otel cannot trace this runtime: missing AgentRuntime") as raised:
         make_otel_hooks().install(target())
-    assert "(flowra 0.0.56 - 0.0.93 expected)" in str(raised.value)
+    assert "(flowra 0.0.47 - 0.0.93 expected)" in str(raised.value)
 
 
 def test_the_hook_registry_api_is_refused_with_what_to_call_instead(make_otel_hooks: MakeHooks) -> None:
@@ -180,6 +180,10 @@ def test_the_hook_registry_api_is_refused_with_what_to_call_instead(make_otel_ho
         "agent of a runtime is traced after OtelHooks().install(runtime)"
     )
     assert subscriptions(runtime) == 0
+    # the old line's one-liner is flowra's own error here (its hooks have no add), as the docs say
+    with pytest.raises(AttributeError, match="object has no attribute 'add'"):
+        runtime.hooks.add(otel)  # type: ignore[attr-defined]
+    assert subscriptions(runtime) == 0
 
 
 # ------------------------------------------------------------------------------------ only on a supported flowra
@@ -188,6 +192,9 @@ def test_the_hook_registry_api_is_refused_with_what_to_call_instead(make_otel_ho
     [
         ("0.0.3", "hook_registry"),
         ("0.0.8", "hook_registry"),
+        ("0.0.47", "runtime_hooks"),
+        ("0.0.49", "runtime_hooks"),
+        ("0.0.55", "runtime_hooks"),
         ("0.0.56", "runtime_hooks"),
         ("0.0.67", "runtime_hooks"),
         ("0.0.68", "runtime_hooks"),
@@ -249,12 +256,12 @@ def test_no_flowra_at_all_says_so(installed_flowra: Callable[[str | None], None]
         OtelHooks()
 
 
-@pytest.mark.parametrize("version", ["0.0.56", "0.0.86", "0.0.93"])
+@pytest.mark.parametrize("version", ["0.0.47", "0.0.55", "0.0.56", "0.0.86", "0.0.93"])
 def test_a_supported_release_gets_this_line(version: str, installed_flowra: Callable[[str | None], None]) -> None:
     installed_flowra(version)
     line = adapters.current()
     assert line.__name__ == "flowra_otel.adapters.runtime_hooks"
-    assert SUPPORTED == "flowra 0.0.3 - 0.0.8 (the HookRegistry API) and 0.0.56 - 0.0.93 (runtime.hooks)"
+    assert SUPPORTED == "flowra 0.0.3 - 0.0.8 (the HookRegistry API) and 0.0.47 - 0.0.93 (runtime.hooks)"
 
 
 def test_the_zero_code_entry_point_on_an_unsupported_flowra_says_so_in_one_line(

@@ -2,10 +2,10 @@
 
 One run, both tracers installed on the same runtime with content capture on: flowra's
 ``flowra.ext.otel`` (``OTEL_TRACING.install(runtime, capture_content=True)`` on every release
-0.0.56 - 0.0.93, which takes its tracer from the global tracer provider) and ``OtelHooks``.
+0.0.47 - 0.0.93, which takes its tracer from the global tracer provider) and ``OtelHooks``.
 ``./dev test`` runs it on one release of each era at least (the era boundaries' modern suite:
-0.0.56 and 0.0.67, the tool span inside the tool-call agent's step; 0.0.57, a list result; 0.0.68 -
-0.0.85, a text result; 0.0.86 - 0.0.93, result blocks). An ``AfterToolCallEvent`` hook
+0.0.47, 0.0.49, 0.0.55, 0.0.56 and 0.0.67, the tool span inside the tool-call agent's step; 0.0.57,
+a list result; 0.0.68 - 0.0.85, a text result; 0.0.86 - 0.0.93, result blocks). An ``AfterToolCallEvent`` hook
 registered on ``runtime.hooks`` masks the SSN and card number in ``lookup_customer``'s record
 before the model sees it. flowra's ``execute_tool`` span carries the record as the tool
 returned it (``ToolCallSpan.result``, read when the tool-call agent ends, before the hook runs);
@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from flowra.agent import Event
 from flowra.ext.otel import OTEL_TRACING
-from flowra.lib.chat import ChatAgent, ChatResult, ChatSpec
+from flowra.lib.chat import ChatAgent, ChatResult
 from flowra.lib.turn.hook_events import AfterToolCallEvent
 from flowra.llm import ToolResultBlock, UserMessage
 from flowra.tools import tool
@@ -44,6 +44,7 @@ from tests.runtime_hooks.support import (
     CityParams,
     ScriptedProvider,
     chat_runtime,
+    chat_spec,
     lookup_customer,
     replace_result_text,
     result_text,
@@ -94,7 +95,7 @@ async def test_flowra_ext_otel_records_the_raw_result_beside_our_clean_trace_of_
     runtime = traced(make_otel_hooks, chat_runtime(provider, lookup_customer), capture_content=True)
     OTEL_TRACING.install(runtime, capture_content=True)
     runtime.hooks.on(AfterToolCallEvent, mask_record)
-    result = await runtime.run(agent=ChatAgent, spec=ChatSpec.text("Look up Ada"))
+    result = await runtime.run(agent=ChatAgent, spec=chat_spec("Look up Ada"))
     assert isinstance(result, ChatResult) and result.response == "ok"
 
     # The model was given the masked record.
@@ -154,7 +155,7 @@ async def test_a_span_made_inside_a_tool(
         OTEL_TRACING.install(runtime)
     else:
         make_otel_hooks().install(runtime)
-    result = await runtime.run(agent=ChatAgent, spec=ChatSpec.text("Fetch Oslo"))
+    result = await runtime.run(agent=ChatAgent, spec=chat_spec("Fetch Oslo"))
     assert isinstance(result, ChatResult) and result.response == "ok"
     finished = flowra_exporter.get_finished_spans() + span_exporter.get_finished_spans()
     (http,) = [s for s in finished if s.name == "http GET"]

@@ -18,42 +18,27 @@ requirements/mcp.lock); skipped without it on a developer machine, failed in CI 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sys
 import time
-from collections.abc import AsyncIterator
 from typing import Any, Final
 
 import pytest
-from flowra.agent import AgentRuntime
-from flowra.lib.turn import TurnAgent, TurnConfig
+from flowra.lib.turn import TurnAgent, TurnSpec
 from flowra.tools import mcp_connection
 from opentelemetry import baggage
 from opentelemetry import context as otel_context
-from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader, PeriodicExportingMetricReader
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from flowra_otel import OtelHooks
 from flowra_otel.adapters.runtime_hooks import mcp_client
 from tests import mcp_server_process
-from tests.conftest import SpanLedger
 from tests.mcp_server_process import mcp_server
 from tests.otlp_receiver import OtlpReceiver, SpanRecord
+from tests.runtime_hooks.mcp_agent_side import Telemetry, connected, mcp_runtime, wait_for_named
 from tests.runtime_hooks.support import (
     ScriptedProvider,
-    llm_config,
     run_turn,
-    system,
     text_response,
     tool_calls_response,
 )
-from tests.semconv_conformance import check_metrics, check_spans
 
 needs_meta = pytest.mark.skipif(not mcp_client.CALL_TAKES_META, reason="this flowra's MCP client sends no _meta")
 
@@ -73,66 +58,8 @@ def mcp_python() -> str:
     return mcp_server_process.mcp_python()
 
 
-class Telemetry:
-    """The agent side's real SDK and OTLP/HTTP exporters, to the test's receiver."""
-
-    def __init__(self, rx: OtlpReceiver) -> None:
-        self.tracer_provider = TracerProvider(resource=Resource.create({"service.name": "agent"}))
-        self.tracer_provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=rx.http_traces_endpoint)))
-        reader = PeriodicExportingMetricReader(
-            OTLPMetricExporter(endpoint=rx.http_metrics_endpoint), export_interval_millis=3_600_000
-        )
-        self.memory = InMemorySpanExporter()  # the same spans, for the conformance checker
-        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.memory))
-        self.ledger = SpanLedger()  # every span that started, ended or not
-        self.tracer_provider.add_span_processor(self.ledger)
-        self.metrics = InMemoryMetricReader()
-        self.meter_provider = MeterProvider(metric_readers=[reader, self.metrics])
-
-    def conformance_problems(self) -> list[str]:
-        return check_spans(self.memory.get_finished_spans()) + check_metrics(self.metrics.get_metrics_data())
-
-    def hooks(self, **options: Any) -> OtelHooks:
-        return OtelHooks(tracer_provider=self.tracer_provider, meter_provider=self.meter_provider, **options)
-
-    def flush(self) -> None:
-        assert self.tracer_provider.force_flush(10_000)
-        assert self.meter_provider.force_flush(10_000)
-
-    def shutdown(self) -> None:
-        self.tracer_provider.shutdown()
-        self.meter_provider.shutdown()
-
-
-@contextlib.asynccontextmanager
-async def connected(url: str) -> AsyncIterator[Any]:
-    from flowra.tools import McpConnection
-
-    connection = await McpConnection.connect(url)
-    try:
-        yield connection
-    finally:
-        await connection.close()
-
-
-def mcp_runtime(provider: ScriptedProvider, connection: Any) -> AgentRuntime:
-    """A ``TurnAgent`` whose tools are the MCP server's (flowra's ``snapshot()`` registry)."""
-    turn = TurnConfig(llm_config=llm_config(provider), system=system(), history=[], tools=connection.snapshot())
-    return AgentRuntime(agents={"assistant": TurnAgent}, services={TurnConfig: turn})
-
-
 def forecast_script(tool: str = "forecast") -> ScriptedProvider:
     return ScriptedProvider(tool_calls_response(("call-1", tool, {"city": SECRET})), text_response("It is sunny."))
-
-
-def wait_for_named(rx: OtlpReceiver, name: str, timeout: float = 15.0) -> list[SpanRecord]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = [s for s in rx.spans() if s.name == name]
-        if found:
-            return found
-        time.sleep(0.05)
-    pytest.fail(f"no span {name!r} arrived; got {sorted({s.name for s in rx.spans()})}")
 
 
 async def run_agent(url: str, telemetry: Telemetry | None, tool: str = "forecast", **options: Any) -> Any:
@@ -182,6 +109,9 @@ async def test_one_trace_from_the_agent_through_the_mcp_server(mcp_python: str, 
         "progressToken",
     }
     assert tool_span.attributes["request.meta.baggage"] == "tenant=acme"
+    # and the same context in the HTTP headers, once (for servers whose HTTP span comes first)
+    (header,) = tuple(tool_span.attributes["request.header.traceparent"])  # type: ignore[arg-type]
+    assert str(header).split("-")[1:3] == [execute.trace_id, execute.span_id]
     assert SECRET not in repr(tool_span.attributes)
     assert execute.parent_span_id is not None
     # the MCP attributes, on execute_tool (the page: no separate client span under an outer one)
@@ -526,3 +456,32 @@ async def test_a_cancelled_call_ends_every_span(
 
 def test_the_server_script_is_not_imported_by_the_suite() -> None:
     assert "mcp" not in sys.modules or not hasattr(sys.modules["mcp"], "server")
+
+
+async def test_a_runtime_timeout_in_a_call_is_the_timeout(mcp_python: str, tmp_path: Any, monkeypatch: Any) -> None:
+    """The run's own timeout expires while the server runs the ``slow`` tool: the caller gets
+    ``TimeoutError``, and the call's span and its ``mcp.client.operation.duration`` say
+    ``TimeoutError`` too, not the cancellation by which flowra stops the run (the paired check:
+    the test above cancels the run itself, and that reads as a cancellation)."""
+    monkeypatch.setenv("MCP_TEST_MARKER_DIR", str(tmp_path))
+    with OtlpReceiver() as rx, mcp_server(mcp_python, DEFAULT_ERA, rx.http_traces_endpoint) as url:
+        telemetry = Telemetry(rx)
+        try:
+            async with connected(url) as connection:
+                runtime = mcp_runtime(forecast_script("slow"), connection)
+                telemetry.hooks().install(runtime)
+                with pytest.raises(TimeoutError):
+                    await runtime.run(agent=TurnAgent, spec=TurnSpec.text("What is the weather?"), timeout=2.0)
+            telemetry.flush()
+            points = rx.wait_for_metric_points("mcp.client.operation.duration")
+            assert telemetry.ledger.open_spans() == []
+        finally:
+            telemetry.shutdown()
+    spans = agent_spans(rx)
+    (execute,) = [s for s in spans if s.name == "execute_tool slow"]
+    assert execute.attributes["error.type"] == "TimeoutError"
+    assert execute.attributes["flowra.end_reason"] == "timed_out"
+    (invoke,) = [s for s in spans if s.name.startswith("invoke_agent")]
+    assert invoke.attributes["error.type"] == "TimeoutError"
+    (point,) = [p for p in points if p.attributes.get("gen_ai.tool.name") == "slow"]
+    assert point.attributes["error.type"] == "TimeoutError"

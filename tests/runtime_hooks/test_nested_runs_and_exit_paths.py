@@ -35,13 +35,12 @@ from flowra.agent import (
     Interrupted,
     Spawn,
     WhenAny,
-    agent_arg,
     step,
 )
-from flowra.lib.chat import ChatAgent, ChatConfig, ChatSpec
-from flowra.lib.turn import TurnAgent, TurnConfig, TurnResult, TurnSpec
+from flowra.lib.chat import ChatAgent, ChatConfig
+from flowra.lib.turn import TurnAgent, TurnConfig, TurnResult
 from flowra.lib.turn import hook_events as turn_events
-from flowra.llm import LLMProvider, LLMRequest, LLMResponse, TextBlock, UserMessage
+from flowra.llm import LLMProvider, LLMRequest, LLMResponse, TextBlock
 from flowra.tools import tool
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -54,6 +53,7 @@ from flowra_otel.core.chat_invocation import ChatInvocation
 from tests import span_tree
 from tests.runtime_hooks.conftest import SpanLedger, assert_all_ended, traced, wrapped_result
 from tests.runtime_hooks.support import (
+    CHILD,
     FLOWRA_VERSION,
     HAS_RENDER,
     PARALLEL_SAME_AGENT,
@@ -64,10 +64,12 @@ from tests.runtime_hooks.support import (
     ScriptedProvider,
     SleepParams,
     chat_runtime,
+    chat_spec,
     explode,
     get_weather,
     llm_config,
     lookup_customer,
+    provider_services,
     registry,
     requires,
     research_runtime,
@@ -78,6 +80,7 @@ from tests.runtime_hooks.support import (
     text_response,
     tool_calls_response,
     turn_runtime,
+    turn_spec,
 )
 
 MakeHooks = Callable[..., OtelHooks]
@@ -121,13 +124,12 @@ def all_attribute_values(exporter: InMemorySpanExporter) -> str:
     return "\n".join(parts)
 
 
-def turn_config(provider: LLMProvider, *tools: Any) -> TurnConfig:
-    return TurnConfig(
-        llm_config=llm_config(provider),
-        system=system(),
-        history=[],
-        tools=registry(*tools) if tools else None,
+def turn_services(provider: LLMProvider, *tools: Any) -> dict[type, Any]:
+    """A ``TurnAgent``'s services: its ``TurnConfig`` (and its provider, where that is a service)."""
+    config = TurnConfig(
+        llm_config=llm_config(provider), system=system(), history=[], tools=registry(*tools) if tools else None
     )
+    return {TurnConfig: config, **provider_services(provider)}
 
 
 class HookBoomError(RuntimeError):
@@ -173,7 +175,7 @@ async def test_interrupt_while_a_slow_tool_runs_ends_the_turn_interrupted_not_fa
     )
     runtime = traced(make_otel_hooks, chat_runtime(provider, stop_now, slow, services={RuntimeHandle: handle}))
     handle.runtime = runtime
-    result = await runtime.run(agent=ChatAgent, spec=ChatSpec.text("go"))
+    result = await runtime.run(agent=ChatAgent, spec=chat_spec("go"))
     assert isinstance(result, Interrupted)
     assert len(provider.requests) == 1  # the turn stopped before asking the model again
 
@@ -195,32 +197,35 @@ async def test_interrupt_while_a_slow_tool_runs_ends_the_turn_interrupted_not_fa
 
 
 CANCELLED = {semconv.FLOWRA_END_REASON: "cancelled", semconv.ERROR_TYPE: "asyncio.exceptions.CancelledError"}
+TIMED_OUT = {semconv.FLOWRA_END_REASON: "timed_out", semconv.ERROR_TYPE: "TimeoutError"}
 
 
 @pytest.mark.parametrize("where", ["run", "constructor"])
-async def test_runtime_timeout_ends_every_open_span_cancelled(
+async def test_runtime_timeout_ends_every_open_span_timed_out(
     where: str, make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter, ledger: SpanLedger
 ) -> None:
     provider = ScriptedProvider(tool_calls_response(("s", "slow", {"seconds": 10.0})))
     if where == "constructor":
         config = ChatConfig(llm_config=llm_config(provider), system=system(), tools=registry(slow))
-        runtime = AgentRuntime(agents={"assistant": ChatAgent}, services={ChatConfig: config}, timeout=1.0)
-        run = runtime.run(agent=ChatAgent, spec=ChatSpec.text("go"))
+        services = {ChatConfig: config, **provider_services(provider)}
+        runtime = AgentRuntime(agents={"assistant": ChatAgent}, services=services, timeout=1.0)
+        run = runtime.run(agent=ChatAgent, spec=chat_spec("go"))
     else:
         runtime = chat_runtime(provider, slow)
-        run = runtime.run(agent=ChatAgent, spec=ChatSpec.text("go"), timeout=1.0)
+        run = runtime.run(agent=ChatAgent, spec=chat_spec("go"), timeout=1.0)
     traced(make_otel_hooks, runtime)
     with pytest.raises(TimeoutError):
         await run
 
-    # flowra's timeout cancels the run's task (asyncio.wait_for): its spans end as cancelled, and
-    # the caller gets the TimeoutError.
+    # flowra's timeout cancels the run's task (asyncio.wait_for) and the caller gets a TimeoutError:
+    # the spans it ends say the timeout too, not a bare cancellation (the paired check: the test
+    # below cancels the run's task itself, and its spans say cancelled)
     assert ends(tree(span_exporter)) == [
         (
             "invoke_agent assistant",
             "ERROR",
-            CANCELLED,
-            [(CHAT, "UNSET", {}, []), ("execute_tool slow", "ERROR", CANCELLED, [])],
+            TIMED_OUT,
+            [(CHAT, "UNSET", {}, []), ("execute_tool slow", "ERROR", TIMED_OUT, [])],
         )
     ]
     assert_all_ended(ledger, span_exporter)
@@ -526,7 +531,7 @@ class RouterAgent(Agent[ResearchSpec, TurnResult]):
 
     @step("route", entry=True)
     async def route(self, spec: ResearchSpec) -> GotoAgent:
-        return GotoAgent(agent=TurnAgent, spec=TurnSpec(messages=[UserMessage.text(spec.question)]))
+        return GotoAgent(agent=TurnAgent, spec=turn_spec(spec.question))
 
 
 class DeskAgent(Agent[ResearchSpec, ResearchResult]):
@@ -540,14 +545,14 @@ class DeskAgent(Agent[ResearchSpec, ResearchResult]):
         return Spawn(children=[CallAgent(agent=RouterAgent, spec=spec)], then=self.done)
 
     @step("done")
-    async def done(self, result: Annotated[TurnResult, agent_arg.CHILD]) -> ResearchResult:
+    async def done(self, result: Annotated[TurnResult, CHILD]) -> ResearchResult:
         message = result.result_message
         texts = [b.text for b in message.blocks if isinstance(b, TextBlock)] if message is not None else []
         return ResearchResult(answer="\n".join(texts))
 
 
 def desk_runtime(provider: ScriptedProvider) -> AgentRuntime:
-    return AgentRuntime(agents={"desk": DeskAgent}, services={TurnConfig: turn_config(provider, get_weather)})
+    return AgentRuntime(agents={"desk": DeskAgent}, services=turn_services(provider, get_weather))
 
 
 def weather_script() -> ScriptedProvider:
@@ -606,7 +611,7 @@ async def test_goto_agent_replacing_the_root_keeps_the_run_in_one_trace(
         make_otel_hooks,
         AgentRuntime(
             agents={"router": RouterAgent, "assistant": TurnAgent},
-            services={TurnConfig: turn_config(weather_script(), get_weather)},
+            services=turn_services(weather_script(), get_weather),
         ),
     )
     spec = ResearchSpec(question="Weather in Rome?")
@@ -715,8 +720,8 @@ class RaceAgent(Agent[RaceSpec, ResearchResult]):
     async def start(self, spec: RaceSpec) -> Spawn:
         return Spawn(
             WhenAny(
-                CallAgent(agent=TurnAgent, spec=TurnSpec.text(spec.first), tag="first"),
-                CallAgent(agent=TurnAgent, spec=TurnSpec.text(spec.second), tag="second"),
+                CallAgent(agent=TurnAgent, spec=turn_spec(spec.first), tag="first"),
+                CallAgent(agent=TurnAgent, spec=turn_spec(spec.second), tag="second"),
             ),
             then=self.join,
         )
@@ -724,8 +729,8 @@ class RaceAgent(Agent[RaceSpec, ResearchResult]):
     @step("join")
     async def join(
         self,
-        first: Annotated[TurnResult | None, agent_arg.CHILD("first")],
-        second: Annotated[TurnResult | None, agent_arg.CHILD("second")],
+        first: Annotated[TurnResult | None, CHILD("first")],
+        second: Annotated[TurnResult | None, CHILD("second")],
     ) -> ResearchResult:
         winner = first or second
         message = winner.result_message if winner is not None else None
@@ -738,9 +743,7 @@ async def test_a_when_any_loser_ends_interrupted_not_failed(
     make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter, ledger: SpanLedger
 ) -> None:
     provider = ByQuestion({"quick": (0.0, text_response("quick answer")), "slow": (0.05, text_response("late"))})
-    runtime = traced(
-        make_otel_hooks, AgentRuntime(agents={"race": RaceAgent}, services={TurnConfig: turn_config(provider)})
-    )
+    runtime = traced(make_otel_hooks, AgentRuntime(agents={"race": RaceAgent}, services=turn_services(provider)))
     result = await runtime.run(agent=RaceAgent, spec=RaceSpec(first="quick", second="slow"))
     assert result == ResearchResult(answer="quick answer")
     assert provider.asked == ["quick"]  # the loser was stopped before it called the model
@@ -966,7 +969,7 @@ async def test_a_run_a_hook_starts_on_the_same_runtime_is_a_run_of_its_own_witho
 
     async def check(event: Any) -> None:
         metadata = {"conversation_id": "check", "user_id": "u-check"}
-        await runtime.run(agent=ChatAgent, spec=ChatSpec.text("Check the result", metadata=metadata))
+        await runtime.run(agent=ChatAgent, spec=chat_spec("Check the result", metadata))
 
     make_otel_hooks(capture_content=True).install(runtime)
     runtime.hooks.on(turn_events.AfterToolCallEvent, check)

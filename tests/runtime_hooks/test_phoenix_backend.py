@@ -1,4 +1,4 @@
-"""End to end against Arize Phoenix on flowra 0.0.86 - 0.0.93, over OTLP/HTTP and OTLP/gRPC.
+"""End to end against Arize Phoenix on flowra 0.0.56 - 0.0.93, over OTLP/HTTP and OTLP/gRPC.
 
 The app (``tests/runtime_hooks/phoenix_app.py``): an ``assistant`` chat calling three tools in
 parallel -- ``research`` (a ``ResearcherAgent`` with its own ``TurnAgent``: agent as tool),

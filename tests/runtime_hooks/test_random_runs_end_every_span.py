@@ -30,7 +30,8 @@ plan is built, never while it runs, so the same plan runs identically twice: fir
 
 A second property: a durable run stopped at a random LLM call (its task cancelled; the chat's or
 a researcher's, used as a tool) and resumed on a fresh runtime continues as one trace, its root
-linked to the stopped run's, every span ended.
+linked to the stopped run's and stamped with its conversation id (0.0.49+; before, flowra keeps no
+ephemeral state: a trace of its own, no conversation id), every span ended.
 
 A third (the fourth trust round, ``tests/round_four.py``): content on spans, in the details events
 or both; ``FlowraInstrumentor`` instrumented and uninstrumented at random before and after the app
@@ -65,7 +66,7 @@ from flowra.agent import (
     ServiceLocator,
 )
 from flowra.agent.flow.hooks import HooksImpl, HookSubscription
-from flowra.lib.chat import ChatAgent, ChatConfig, ChatSpec
+from flowra.lib.chat import ChatAgent, ChatConfig
 from flowra.lib.turn.hook_events import AfterToolCallEvent, BeforeToolCallEvent
 from flowra.llm import (
     AssistantMessage,
@@ -90,12 +91,15 @@ from flowra_otel.testing import find_leaks
 from tests.round_four import RoundFour, check, memory_logs, missing_features, redact_keys, round_four
 from tests.runtime_hooks.conftest import SpanLedger, assert_all_ended
 from tests.runtime_hooks.support import (
+    CALL_STACK_SCOPES,
     CALLS_EVENT,
     CARD,
     CUT_OFF_ANSWERED,
+    EPHEMERAL_STATE,
     HAS_CALLS_EVENT,
     PARALLEL_SAME_AGENT,
     SSN,
+    UNIQUE_CHILD_IDS,
     CityParams,
     CustomerParams,
     ResearcherAgent,
@@ -103,6 +107,7 @@ from tests.runtime_hooks.support import (
     ResearchSpec,
     SleepParams,
     chat_runtime,
+    chat_spec,
     explode,
     get_weather,
     lookup_customer,
@@ -335,7 +340,7 @@ class ResultChecker:
         if self.otel is not None:
             self.otel.install(checker)
         text = "".join(b.text for b in event.data.result.content if isinstance(b, TextBlock))
-        spec = ChatSpec.text(f"Check: {text}", metadata={"conversation_id": f"conv-{self.run}"})
+        spec = chat_spec(f"Check: {text}", {"conversation_id": f"conv-{self.run}"})
         await checker.run(agent=ChatAgent, spec=spec)
 
 
@@ -472,6 +477,13 @@ async def run_plan(plan: Plan, otel: OtelHooks | None) -> tuple[str, str]:
     provider, researcher = plan.fresh()
     handle = RunHandle()
     chat: type[ChatAgent] = ScopedRedaction if plan.registration in (SCOPED, BOTH) else ChatAgent
+    # Before 0.0.56 the chat's scoped hooks do not reach the researcher (scopes follow registry
+    # paths): an app that wants its results redacted there has the researcher register them too.
+    researcher_hooks: tuple[tuple[type, Callable[..., Any]], ...] = (
+        ((BeforeToolCallEvent, plan.hooks.scrub_arguments), (AfterToolCallEvent, plan.hooks.mask_result))
+        if plan.registration == SCOPED and not CALL_STACK_SCOPES
+        else ()
+    )
     runtime = chat_runtime(
         provider,
         get_weather,
@@ -482,7 +494,7 @@ async def run_plan(plan: Plan, otel: OtelHooks | None) -> tuple[str, str]:
         research_tool,
         agents={"assistant": chat, "researcher": ResearcherAgent},
         services={
-            ResearcherSetup: ResearcherSetup(provider=researcher, tools=(lookup_customer,)),
+            ResearcherSetup: ResearcherSetup(provider=researcher, tools=(lookup_customer,), hooks=researcher_hooks),
             RunHandle: handle,
             HookPlan: plan.hooks,
             **({HookSubscription: plan.hooks_class()} if plan.hooks_class is not None else {}),
@@ -503,7 +515,7 @@ async def run_plan(plan: Plan, otel: OtelHooks | None) -> tuple[str, str]:
         otel.install(runtime)
     if plan.registration == GLOBAL_AFTER:
         _register_global(runtime, plan.hooks)
-    spec = ChatSpec.text(f"run {plan.run}", metadata={"conversation_id": f"conv-{plan.run}"})
+    spec = chat_spec(f"run {plan.run}", {"conversation_id": f"conv-{plan.run}"})
     try:
         result = await runtime.run(agent=chat, spec=spec)
         outcome = f"returned {result!r}"
@@ -698,10 +710,13 @@ def _durable_scripts(rng: random.Random) -> tuple[dict[str, list[Any]], Hang]:
     """The chat's script and each researcher's (by question), and a hang before a random LLM call
     of any (the real answer follows, for the resumed call). At most one researcher per batch: a
     sibling's LLM call in the cycle that never completed would run again on resume (flowra's own
-    at-least-once), which a fixed script cannot know."""
+    at-least-once), which a fixed script cannot know. One batch of calls before 0.0.52: a second
+    spawn there reuses the first one's node ids (``UNIQUE_CHILD_IDS``), and a resumed run may run
+    a finished researcher again and take another course (untraced too)."""
     main: list[Any] = []
     scripts: dict[str, list[Any]] = {"Do the work": main}
-    for it in range(rng.randint(1, 2)):
+    batches = rng.randint(1, 2)
+    for it in range(batches if UNIQUE_CHILD_IDS else 1):
         calls: list[Any] = []
         for k in range(rng.randint(1, 2)):
             if rng.random() < 0.6 and not any(c.name == "research" for c in calls):
@@ -756,7 +771,7 @@ async def test_a_run_stopped_at_a_random_llm_call_resumes_as_one_linked_trace(
         return built
 
     first = runtime()
-    spec = ChatSpec.text("Do the work", metadata={"conversation_id": f"conv-{seed}"})
+    spec = chat_spec("Do the work", {"conversation_id": f"conv-{seed}"})
     task = asyncio.ensure_future(first.run(agent=ChatAgent, spec=spec))
     await asyncio.wait_for(hang.reached.wait(), 5)
     task.cancel()
@@ -777,12 +792,13 @@ async def test_a_run_stopped_at_a_random_llm_call_resumes_as_one_linked_trace(
     assert root.name == "invoke_agent assistant"
     assert root.context is not None and stopped_root.context is not None
     assert root.context.trace_id != stopped_root.context.trace_id
-    assert [(link.context.trace_id, link.context.span_id) for link in root.links] == [
-        (stopped_root.context.trace_id, stopped_root.context.span_id)
-    ]
+    # linked to the stopped run where flowra keeps ephemeral state (0.0.49+), a trace of its own before
+    linked = [(stopped_root.context.trace_id, stopped_root.context.span_id)] if EPHEMERAL_STATE else []
+    assert [(link.context.trace_id, link.context.span_id) for link in root.links] == linked
     ids = {s.context.span_id for s in resumed if s.context is not None}
     assert all(s.parent is None or s.parent.span_id in ids for s in resumed), "every parent in the trace"
-    assert {_conversation(s) for s in resumed} == {f"conv-{seed}"}
+    # the conversation id comes back with the link; flowra gives the spec's metadata only as a run starts
+    assert {_conversation(s) for s in resumed} == {f"conv-{seed}" if EPHEMERAL_STATE else None}
 
 
 # ------------------------------------------------------------------------------------ the fourth round
@@ -812,7 +828,7 @@ async def ask_again(params: NameParams, state: RoundFourState) -> str:
     """Asks the same assistant again: another conversation, on the runtime running this tool."""
     assert state.runtime is not None
     metadata = {"conversation_id": "inner", "user_id": "u-inner"}
-    result = await state.runtime.run(agent=ChatAgent, spec=ChatSpec.text(params.name, metadata=metadata))
+    result = await state.runtime.run(agent=ChatAgent, spec=chat_spec(params.name, metadata))
     return str(result.response)
 
 
@@ -875,7 +891,7 @@ async def test_the_fourth_rounds_random_runs(
     otel.install(runtime)
     _instrumentor(plan.after_install, tracer_provider, meter_provider)
     metadata = {"conversation_id": "outer", "user_id": "u-outer"}
-    result = await runtime.run(agent=ChatAgent, spec=ChatSpec.text("Read id_rsa", metadata=metadata))
+    result = await runtime.run(agent=ChatAgent, spec=chat_spec("Read id_rsa", metadata))
     assert result.response == "outer answer"
 
     assert_all_ended(ledger, span_exporter)

@@ -1,12 +1,14 @@
 """The release sweep: one real traced run that exercises every guarantee, seconds per release.
 
-``./dev test`` runs this module on every flowra release of the modern line (0.0.56 - 0.0.93,
+``./dev test`` runs this module on every flowra release of the modern line (0.0.47 - 0.0.93,
 each installed in turn into one shared environment); the whole modern suite runs on the era
 boundaries and the full suite on the home release. One ``ChatAgent`` run, content on: the model
 asks for two ``probe`` calls and the ``research`` agent (used as a tool) in one message, so they
-run in parallel; the researcher looks a customer up, and an ``AfterToolCallEvent`` hook scoped to
-the researcher (flowra runs agent-scoped hooks after every global one, the tracing's included)
-masks the SSN before any model sees it. Checked on each release:
+run in parallel; the researcher looks a customer up, and the app's ``AfterToolCallEvent`` hook,
+which the researcher registers scoped to its tool loop by agent type (the way every release
+0.0.47 - 0.0.93 lets an agent scope a hook; flowra runs scoped hooks after every global one, the
+tracing's included, and wraps this one in an ``event_wrapper`` of its own before 0.0.56), masks
+the SSN before any model sees it. Checked on each release:
 
 * the span tree: every tool span under the chat's agent, the researcher's agent under its tool's
   span, its own chat and tool spans under it, one trace, every span ended once;
@@ -56,7 +58,7 @@ CHAT = "chat sonnet-4-5"
 
 
 def redact_ssn(event: Event[AfterToolCallEvent]) -> None:
-    """The app's redaction hook (scoped to the researcher, registered after tracing)."""
+    """The app's redaction hook (scoped to the researcher's tool loop, registered after tracing)."""
     event.data.result = replace_result_text(event.data.result, lambda text: text.replace(SSN, REDACTED))
 
 
@@ -89,15 +91,11 @@ async def test_one_traced_run_keeps_every_guarantee_on_this_release(
     researcher = ScriptedProvider(
         tool_calls_response(("c1", "lookup_customer", {"name": "Ada"})), text_response("Ada is a customer")
     )
+    setup = ResearcherSetup(provider=researcher, tools=(lookup_customer,), hooks=((AfterToolCallEvent, redact_ssn),))
     runtime = chat_runtime(
-        provider,
-        research_tool,
-        probe,
-        agents={"researcher": ResearcherAgent},
-        services={ResearcherSetup: ResearcherSetup(provider=researcher, tools=(lookup_customer,))},
+        provider, research_tool, probe, agents={"researcher": ResearcherAgent}, services={ResearcherSetup: setup}
     )
     traced(make_otel_hooks, runtime, capture_content=True)
-    runtime.hooks.on(AfterToolCallEvent, redact_ssn, scope=ResearcherAgent)  # agent-scoped: runs after us
 
     result = await run_chat(runtime, "Look around")
     assert result.response == "done", FLOWRA_VERSION
@@ -153,7 +151,7 @@ async def test_one_traced_run_keeps_every_guarantee_on_this_release(
 
 def test_this_releases_requirements_are_installed() -> None:
     """The sweep installs each release without its dependencies (one environment for all, from the
-    lock): every release 0.0.56 - 0.0.93 asks for httpx, jsonschema and marshmallow-recipe, which
+    lock): every release 0.0.47 - 0.0.93 asks for httpx, jsonschema and marshmallow-recipe, which
     the lock satisfies; a release that asked for more would fail here, not in a confusing import."""
     for line in importlib.metadata.requires("flowra") or []:
         requirement = Requirement(line)

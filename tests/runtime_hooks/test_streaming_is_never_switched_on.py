@@ -38,6 +38,8 @@ from tests.runtime_hooks.support import (
     research_runtime,
     run_chat,
     run_turn,
+    scoped_hook,
+    subscribed,
     text_response,
     tool_calls_response,
     turn_runtime,
@@ -109,11 +111,7 @@ def histogram(reader: InMemoryMetricReader, name: str) -> list[HistogramDataPoin
 
 
 def no_delta_handler(runtime: AgentRuntime) -> bool:
-    group = runtime.hooks._root._events  # type: ignore[attr-defined]
-    return not any(
-        group.global_subscriptions.get(t) or group.scoped_subscriptions.get(t)
-        for t in (TextDeltaEvent, ThinkingDeltaEvent)
-    )
+    return not any(subscribed(runtime.hooks, t) for t in (TextDeltaEvent, ThinkingDeltaEvent))
 
 
 # ----------------------------------------------------------------------------- never switched on
@@ -308,7 +306,7 @@ async def test_only_the_agent_that_streams_says_so(
     researcher = RecordingProvider(text_response("Because."))
     runtime = traced(make_otel_hooks, research_runtime(main, researcher))
     seen: list[str] = []
-    runtime.hooks.on(TextDeltaEvent, lambda event: seen.append(event.data.text), scope="researcher")
+    scoped_hook(runtime, TextDeltaEvent, lambda event: seen.append(event.data.text), "researcher")
     await run_chat(runtime, "Research")
     assert (main.methods, researcher.methods, "".join(seen)) == (["call", "call"], ["stream"], "Because.")
 

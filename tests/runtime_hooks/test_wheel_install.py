@@ -15,18 +15,19 @@ from pathlib import Path
 
 import pytest
 
+from tests.runtime_hooks.support import APP_DIALECT
 from tests.wheel import EDGE_RELEASES, FLOWRA, Installed, install, installed_flowra, run
 
 APP = """
 import asyncio, json
 import flowra_otel
 from flowra.agent import AgentRuntime
-from flowra.lib import LLMConfig
-from flowra.lib.chat import ChatAgent, ChatConfig, ChatSpec
+from flowra.lib.chat import ChatAgent, ChatConfig
 from flowra.llm import AssistantMessage, LLMProvider, LLMResponse, StopReason, SystemMessage, TextBlock, Usage
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from flowra_otel import OtelHooks
 from flowra_otel.export import configure_telemetry
+APP_DIALECT
 
 
 class CannedLLM(LLMProvider):
@@ -41,12 +42,13 @@ class CannedLLM(LLMProvider):
 async def main():
     spans = InMemorySpanExporter()
     telemetry = configure_telemetry(service_name="wheel-app", span_exporter=spans, console=False)
-    llm = LLMConfig(provider=CannedLLM(), model="gpt-4o")
+    provider = CannedLLM()
     system = [SystemMessage(blocks=[TextBlock(text="Be brief.")])]
-    config = ChatConfig(llm_config=llm, system=system)
-    runtime = AgentRuntime(agents={"assistant": ChatAgent}, services={ChatConfig: config})
+    config = ChatConfig(llm_config=llm_config(provider, "gpt-4o"), system=system)
+    services = {ChatConfig: config, **provider_services(provider)}
+    runtime = AgentRuntime(agents={"assistant": ChatAgent}, services=services)
     OtelHooks().install(runtime)
-    result = await runtime.run(agent=ChatAgent, spec=ChatSpec.text("Time in Oslo?"))
+    result = await runtime.run(agent=ChatAgent, spec=chat_spec("Time in Oslo?"))
     telemetry.shutdown()
     print("RESULT " + json.dumps({
         "answer": result.response,
@@ -56,7 +58,7 @@ async def main():
 
 
 asyncio.run(main())
-"""
+""".replace("APP_DIALECT", APP_DIALECT)
 
 
 pytestmark = pytest.mark.skipif(
@@ -84,14 +86,14 @@ def test_installing_keeps_the_apps_flowra_and_one_line_traces_it(installed: Inst
 
 @pytest.mark.skipif(FLOWRA != "0.0.93", reason="one unsupported-release install is enough: on the locked flowra only")
 def test_an_unsupported_flowra_is_kept_and_named_in_a_clear_error(tmp_path: Path) -> None:
-    """flowra 0.0.50 (a release of the unsupported middle): pip keeps it, and setting up tracing
+    """flowra 0.0.46 (the last release of another hook API): pip keeps it, and setting up tracing
     raises ``UnsupportedFlowraError`` naming the supported releases."""
-    (env,) = install(tmp_path, flowra="0.0.50")
+    (env,) = install(tmp_path, flowra="0.0.46")
     code = (
         "from flowra_otel import OtelHooks, UnsupportedFlowraError\n"
         "try:\n    OtelHooks()\nexcept UnsupportedFlowraError as e:\n    print('ERROR', e)\n"
     )
     out = run([env.python, "-c", code], cwd=env.app_dir).stdout
-    assert installed_flowra(env.python) == "0.0.50"
-    assert out.startswith("ERROR flowra 0.0.50 is not supported by flowra_otel; supported: flowra 0.0.3 - 0.0.8")
-    assert "0.0.56 - 0.0.93" in out
+    assert installed_flowra(env.python) == "0.0.46"
+    assert out.startswith("ERROR flowra 0.0.46 is not supported by flowra_otel; supported: flowra 0.0.3 - 0.0.8")
+    assert "0.0.47 - 0.0.93" in out

@@ -42,6 +42,7 @@ from tests import span_tree
 from tests.otlp_receiver import OtlpReceiver
 from tests.runtime_hooks.conftest import SpanLedger, assert_all_ended, wrapped_result
 from tests.runtime_hooks.support import (
+    APP_DIALECT,
     CARD,
     SSN,
     ScriptedProvider,
@@ -152,7 +153,7 @@ def test_entry_point_names_this_lines_instrumentor() -> None:
     (entry,) = [e for e in importlib.metadata.entry_points(group="opentelemetry_instrumentor") if e.name == "flowra"]
     assert entry.value == "flowra_otel.instrumentor:FlowraInstrumentor"
     assert entry.load() is FlowraInstrumentor is LineInstrumentor
-    assert FlowraInstrumentor().instrumentation_dependencies() == ("flowra >= 0.0.56, <= 0.0.93",)
+    assert FlowraInstrumentor().instrumentation_dependencies() == ("flowra >= 0.0.47, <= 0.0.93",)
     assert FlowraInstrumentor()._check_dependency_conflicts() is None  # the installed flowra is in range
 
 
@@ -356,10 +357,10 @@ import asyncio
 import dataclasses
 
 from flowra.agent import AgentRuntime
-from flowra.lib import LLMConfig
-from flowra.lib.turn import TurnAgent, TurnConfig, TurnSpec
+from flowra.lib.turn import TurnAgent, TurnConfig
 from flowra.llm import AssistantMessage, LLMProvider, LLMResponse, StopReason, TextBlock, ToolUseBlock, Usage
 from flowra.tools import ToolRegistry, tool
+APP_DIALECT
 
 
 class CannedLLM(LLMProvider):
@@ -394,19 +395,21 @@ async def get_time(params: City) -> str:
 
 
 async def main():
+    provider = CannedLLM()
     config = TurnConfig(
-        llm_config=LLMConfig(provider=CannedLLM(), model="openai/gpt-4o"),
+        llm_config=llm_config(provider, "openai/gpt-4o"),
         system=[],
         history=[],
         tools=ToolRegistry([get_time]),
     )
-    runtime = AgentRuntime(agents={"assistant": TurnAgent}, services={TurnConfig: config})
-    result = await runtime.run(agent=TurnAgent, spec=TurnSpec.text("What time is it in Oslo?"))
+    services = {TurnConfig: config, **provider_services(provider)}
+    runtime = AgentRuntime(agents={"assistant": TurnAgent}, services=services)
+    result = await runtime.run(agent=TurnAgent, spec=turn_spec("What time is it in Oslo?"))
     print("answer:", result.result_message.blocks[0].text)
 
 
 asyncio.run(main())
-'''
+'''.replace("APP_DIALECT", APP_DIALECT)
 
 
 def _launch(tmp_path: Path, env: dict[str, str], *, upstream: Upstream = "absent") -> subprocess.CompletedProcess[str]:

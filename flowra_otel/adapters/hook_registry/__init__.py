@@ -8,5 +8,6 @@ needs the optional ``opentelemetry-instrumentation`` and is imported only by its
 """
 
 from .hooks import HookRegistryAdapter as Adapter
+from .messages import text_result_content
 
-__all__ = ["Adapter"]
+__all__ = ["Adapter", "text_result_content"]

@@ -103,3 +103,8 @@ comes from its type."""
 
 
 MESSAGES: Final = HookRegistryMessages()
+
+
+def text_result_content(text: str) -> Any:
+    """What a tool's text answer is in ``ToolResultBlock.content`` on this line: the text itself."""
+    return text

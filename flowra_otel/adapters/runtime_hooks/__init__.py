@@ -1,4 +1,4 @@
-"""The adapter for flowra 0.0.56 - 0.0.93: ``runtime.hooks`` with ``on`` / ``on_span``.
+"""The adapter for flowra 0.0.47 - 0.0.93: ``runtime.hooks`` with ``on`` / ``on_span``.
 
 ``tracing`` turns flowra's span types (``AgentSpan``, ``LLMCallSpan``, ``ToolCallSpan``) and the
 turn's events into the core's invocation objects; ``frames`` is what follows flowra's execution
@@ -9,5 +9,6 @@ names. ``instrumentor`` (zero-code) needs the optional ``opentelemetry-instrumen
 """
 
 from .adapter import RuntimeHooksAdapter as Adapter
+from .messages import text_result_content
 
-__all__ = ["Adapter"]
+__all__ = ["Adapter", "text_result_content"]

@@ -1,10 +1,11 @@
-"""``RuntimeHooksAdapter``: the flowra 0.0.56 - 0.0.93 side of ``OtelHooks``.
+"""``RuntimeHooksAdapter``: the flowra 0.0.47 - 0.0.93 side of ``OtelHooks``.
 
     OtelHooks().install(runtime)
 
 It subscribes a ``RuntimeTracing`` to ``runtime.hooks`` (the agent, LLM-call and tool-call
 spans, the turn's content events; never the streaming delta events, whose handlers would switch
-flowra to streaming) and patches ``HooksImpl.emit`` once per process (``emit_patch``). One adapter
+flowra to streaming) and patches ``HooksImpl.emit`` once per process (``emit_patch``), as it
+does flowra's MCP client (``mcp_client``) and the run loop, to tell a timeout (``run_timeout``). One adapter
 can trace many runtimes; each runtime is traced by one ``OtelHooks`` (the app's own replaces the
 zero-code instrumentor's).
 """
@@ -15,12 +16,12 @@ from typing import Any, Final
 
 from ...core.options import TraceOptions
 from ...core.telemetry import Telemetry
-from . import _flowra, emit_patch, mcp_client
+from . import _flowra, emit_patch, mcp_client, run_timeout
 from .tracing import RuntimeTracing
 
 
 class RuntimeHooksAdapter:
-    """Turns every flowra 0.0.56 - 0.0.93 agent run of the runtimes it is installed on into GenAI
+    """Turns every flowra 0.0.47 - 0.0.93 agent run of the runtimes it is installed on into GenAI
     spans and metrics. Built by ``flowra_otel.OtelHooks`` (whose docstring lists the options) or by
     the zero-code instrumentor."""
 
@@ -33,12 +34,13 @@ class RuntimeHooksAdapter:
         if not telemetry.disabled:
             emit_patch.install(self)
             mcp_client.install(self)
+            run_timeout.install(self)
 
     def install(self, runtime: Any) -> None:
         """Trace every agent run of ``runtime``.
 
         Raises:
-            TypeError: ``runtime`` is not a flowra 0.0.56 - 0.0.93 ``AgentRuntime``.
+            TypeError: ``runtime`` is not a flowra 0.0.47 - 0.0.93 ``AgentRuntime``.
             ValueError: another ``OtelHooks`` (not the zero-code one) already traces it.
         """
         _flowra.check(runtime)
@@ -62,8 +64,8 @@ class RuntimeHooksAdapter:
 
 def tracings_of(runtime: Any) -> list[RuntimeTracing]:
     """The tracings subscribed to ``runtime`` (by their agent-span handler)."""
-    subscriptions = runtime.hooks._root._spans.global_subscriptions.get(_flowra.AgentSpan, ())
-    return [owner for s in subscriptions if isinstance(owner := getattr(s.handler, "__self__", None), RuntimeTracing)]
+    handlers = _flowra.global_handlers(runtime.hooks, _flowra.AgentSpan, spans=True)
+    return [owner for h in handlers if isinstance(owner := getattr(h, "__self__", None), RuntimeTracing)]
 
 
 emit_patch.MARKERS.add(RuntimeTracing.on_event)

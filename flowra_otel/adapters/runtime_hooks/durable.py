@@ -1,8 +1,10 @@
-"""The trace link of a durable run in flowra 0.0.56 - 0.0.93's session storage (``durable_link``).
+"""The trace link of a durable run in flowra 0.0.49 - 0.0.93's session storage (``durable_link``).
 
 It is kept in the storage's *ephemeral* state under a key of its own per run (``__flowra_otel.``
 and the run's root node id, which a resume restores): flowra clears ephemeral state when a run
 completes, so a link never outlives the run it belongs to, and a later run never reads it.
+flowra 0.0.47 - 0.0.48 have no ephemeral state (``_flowra.EPHEMERAL_STATE``): no link is kept
+there, and a resumed run starts a trace of its own.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ KEY_PREFIX: Final = "__flowra_otel."
 
 
 class EphemeralLinkStore:
-    """``durable_link.LinkStore`` on a flowra 0.0.56 - 0.0.93 ``SessionStorage``."""
+    """``durable_link.LinkStore`` on a flowra 0.0.49 - 0.0.93 ``SessionStorage``."""
 
     __slots__ = ("key", "storage")
 

@@ -1,6 +1,6 @@
 """flowra's ``HooksImpl.emit``, run by the adapter for the few events it acts on after every hook.
 
-Why: flowra (0.0.56 - 0.0.93) calls global subscriptions (``runtime.hooks.on``, where the adapter
+Why: flowra (0.0.47 - 0.0.93) calls global subscriptions (``runtime.hooks.on``, where the adapter
 subscribes) *before* agent-scoped ones and has no ``prepend``, so a handler of ours would see a
 tool result before an agent's redaction hook changes it; and no event tells that all handlers ran.
 For the events in ``CONTENT_EVENTS`` on a runtime this adapter traces (its marker handler is among
@@ -33,12 +33,15 @@ from ._flowra import (
     CONTENT_EVENTS,
     DELTA_EVENTS,
     LEDGER_FIELDS,
+    SEVERAL,
     UNCHANGED_ALONE,
     Event,
     HooksImpl,
     context_of,
     emit_shape_missing,
     handlers_of,
+    hook_of,
+    lone_handler,
 )
 from .task_state import CURRENT_CHAT, IN_HOOKS
 
@@ -90,7 +93,7 @@ def install(owner: object | None = None) -> None:
         if missing:
             msg = (
                 f"flowra_otel cannot trace this flowra: its HooksImpl lacks {', '.join(missing)} "
-                "(flowra 0.0.56 - 0.0.93 expected); nothing was patched"
+                "(flowra 0.0.47 - 0.0.93 expected); nothing was patched"
             )
             raise TypeError(msg)
         if owner is not None:
@@ -120,20 +123,17 @@ def installed() -> bool:
 def _make_emit(original: Callable[..., Any]) -> Callable[..., Any]:
     def emit(self: Any, data: Any) -> Coroutine[Any, Any, Any]:
         cls = type(data)
-        # flowra's handler storage, read as its own emit reads it (``_flowra.check`` verifies it)
-        group = self._root._events
-        subscriptions = group.global_subscriptions.get(cls)
-        scoped = group.scoped_subscriptions.get(cls)
-        if not subscriptions and not scoped and cls not in DELTA_EVENTS:
+        # flowra's handler storage, read as its own emit reads it (``emit_shape_missing`` verified it)
+        handler = lone_handler(self, cls)
+        if handler is None and cls not in DELTA_EVENTS:
             return original(self, data)  # type: ignore[no-any-return]  # no handler runs: nothing to mark
         if cls not in _WATCHED:
             if IN_HOOKS.get():  # an event emitted by a hook: marked already
                 return original(self, data)  # type: ignore[no-any-return]
             return _marked(original(self, data))
-        if not scoped and subscriptions is not None and len(subscriptions) == 1 and self._context is not None:
-            handler = subscriptions[0].handler  # a global subscription: no filter of ours, it always matches
-            if getattr(handler, "__func__", None) in MARKERS:
-                return _as_is(data) if cls in UNCHANGED_ALONE else _traced_alone(handler.__self__, data)
+        # the one handler, a global subscription (no filter of ours, it always matches): a marker?
+        if handler is not SEVERAL and self._context is not None and getattr(handler, "__func__", None) in MARKERS:
+            return _as_is(data) if cls in UNCHANGED_ALONE else _traced_alone(handler.__self__, data)
         return _emit_watched(self, data, original)
 
     emit.__doc__ = original.__doc__
@@ -194,8 +194,8 @@ async def _emit_watched(hooks: Any, data: Any, original: Callable[..., Any]) -> 
             result = handler(event)
             if inspect.isawaitable(result):
                 await result
-            if tracker is not None:
-                tracker.after(getattr(data, tracker.field, None), handler)
+            if tracker is not None:  # the ledger names the app's own hook, never flowra's wrapper of it
+                tracker.after(getattr(data, tracker.field, None), hook_of(handler))
     except BaseException as exc:
         IN_HOOKS.reset(token)
         tracing.event_done(event, tracker, start_ns, exc)

@@ -1,6 +1,6 @@
 """What follows flowra's execution tree: ``Frame`` (the flowing value), ``AgentScope``, ``RunScope``.
 
-Why a flowing value: flowra (0.0.56+) runs every step of every node in a task of its own and gives
+Why a flowing value: flowra (0.0.47+) runs every step of every node in a task of its own and gives
 span handlers no node id, but its ``FlowingRegistry`` carries a value down the execution tree
 (snapshotted per node, applied around each step and each child's creation). The adapter keeps one
 ``Frame`` there: the OpenTelemetry context children parent under (made current for the node's

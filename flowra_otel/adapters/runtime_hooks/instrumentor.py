@@ -1,4 +1,4 @@
-"""Zero-code instrumentation for flowra 0.0.56 - 0.0.93: ``opentelemetry-instrument python app.py``.
+"""Zero-code instrumentation for flowra 0.0.47 - 0.0.93: ``opentelemetry-instrument python app.py``.
 
 The ``opentelemetry_instrumentor`` entry point ``flowra`` names ``flowra_otel.instrumentor``'s
 `FlowraInstrumentor`, which is this class on these releases; in code::
@@ -49,7 +49,7 @@ import wrapt
 from ... import distro
 from ...core import provider_check
 from ...core.telemetry import Telemetry
-from . import _flowra, emit_patch, mcp_client
+from . import _flowra, emit_patch, mcp_client, run_timeout
 from ._flowra import AgentRuntime
 from .adapter import RuntimeHooksAdapter, tracings_of
 
@@ -77,7 +77,7 @@ from ...core.safety import internal_error
 
 logger = logging.getLogger("flowra_otel")
 
-_INSTRUMENTS: Final = ("flowra >= 0.0.56, <= 0.0.93",)
+_INSTRUMENTS: Final = ("flowra >= 0.0.47, <= 0.0.93",)
 _INIT: Final = "__init__"
 
 _lock = threading.Lock()
@@ -165,6 +165,7 @@ class FlowraInstrumentor(BaseInstrumentor):
         if adapter is not None:
             emit_patch.uninstall(adapter)  # kept while an OtelHooks of the app's own needs it
             mcp_client.uninstall(adapter)
+            run_timeout.uninstall(adapter)
 
     @property
     def hooks(self) -> RuntimeHooksAdapter | None:

@@ -1,6 +1,7 @@
 """Tool calls flowra's own MCP client sends (``flowra.tools.McpConnection.call_tool``): the MCP
 attributes on their ``execute_tool`` span, ``mcp.client.operation.duration``, the span's W3C
-context in ``params._meta`` so the server continues the agent's trace (core/mcp_invocation.py),
+context in ``params._meta`` and in the call's HTTP headers so the server continues the agent's
+trace (core/mcp_invocation.py),
 each request's outcome classified per the conventions' MCP page, the requests a reconnect sends
 inside the call as CLIENT spans, and ``mcp.client.session.duration``.
 
@@ -26,11 +27,12 @@ span of an ``OtelHooks`` (the app calling ``call_tool`` itself) goes through unt
 send then is the app's own choice.
 
 Flowra facts, read once here (this module is the only one that touches the MCP client):
-``call_tool`` takes ``meta`` (``params._meta``) from 0.0.79; before that (0.0.56 - 0.0.78) the
-client has no way to send ``_meta``, so those calls get the attributes and the metric but carry
-no context. The request functions' third argument is the session: its id (a string or None) on
-0.0.56 - 0.0.76, which speak only the handshake era, and an ``McpSession`` (era, protocol
-version, session id) from 0.0.77, which added the stateless era.
+``call_tool`` takes ``meta`` (``params._meta``) and ``headers`` (the call's HTTP request) from
+0.0.79; before that (0.0.47 - 0.0.78) the client has no way to send ``_meta`` or headers, so those
+calls get the attributes and the metric but carry no context. The request functions' third
+argument is the session: its id (a string or None) on 0.0.47 - 0.0.76, which speak only the
+handshake era, and an ``McpSession`` (era, protocol version, session id) from 0.0.77, which added
+the stateless era.
 """
 
 from __future__ import annotations
@@ -55,10 +57,13 @@ from ...core.mcp_invocation import (
     McpServer,
     McpSessionClock,
     McpToolCall,
+    headers_with,
+    meta_with,
     settings_of,
-    trace_meta,
+    trace_fields,
 )
 from ...core.safety import internal_error
+from . import run_timeout
 
 logger = logging.getLogger("flowra_otel")
 
@@ -78,17 +83,17 @@ _TOOLS_CALL: Final = "tools/call"
 _ERROR_OTHER: Final = "_OTHER"
 
 
-def _takes_meta() -> bool:
+def _call_takes(parameter: str) -> bool:
     if _McpConnection is None:
         return False
     try:
-        return "meta" in inspect.signature(_McpConnection.call_tool).parameters
+        return parameter in inspect.signature(_McpConnection.call_tool).parameters
     except (TypeError, ValueError):
         return False
 
 
 _REQUEST_SHAPES: Final[dict[str, list[str | None]]] = {
-    # the leading parameters read by position (None: any name; the session was ``session_id`` on 0.0.56 - 0.0.76)
+    # the leading parameters read by position (None: any name; the session was ``session_id`` on 0.0.47 - 0.0.76)
     _POST: ["cls", "client", "url", None, "method", "params"],
     _NOTIFY: ["cls", "client", "url", None, "method"],
 }
@@ -121,9 +126,11 @@ def requests_shape_missing() -> list[str]:
 
 
 HAS_MCP_CLIENT: Final = _McpConnection is not None
-"""flowra ships ``flowra.tools.mcp_connection.McpConnection`` (0.0.56 and later)."""
-CALL_TAKES_META: Final = _takes_meta()
+"""flowra ships ``flowra.tools.mcp_connection.McpConnection`` (0.0.47 and later)."""
+CALL_TAKES_META: Final = _call_takes("meta")
 """``call_tool(..., meta=)`` puts ``meta`` into ``params._meta`` (0.0.79 and later)."""
+CALL_TAKES_HEADERS: Final = _call_takes("headers")
+"""``call_tool(..., headers=)`` adds ``headers`` to the call's HTTP request (0.0.79 and later)."""
 REQUESTS_OBSERVABLE: Final = HAS_MCP_CLIENT and not requests_shape_missing()
 """The private request path is the shape the wrappers read: requests are classified one by one."""
 
@@ -140,7 +147,7 @@ class _ClientState:
     def __init__(self) -> None:
         self.session: McpSessionClock | None = None
         self.failure: str | None = None  # the last request failure: what ends a session a reconnect replaces
-        self.version: str | None = None  # negotiated by the last initialize (0.0.56 - 0.0.76 keep it nowhere)
+        self.version: str | None = None  # negotiated by the last initialize (0.0.47 - 0.0.76 keep it nowhere)
 
 
 def _state_of(client: Any) -> _ClientState | None:
@@ -176,7 +183,7 @@ def _server_of(connection: Any) -> McpServer:
 
 def _session_arg(session: Any) -> tuple[str | None, str | None]:
     """(protocol version, session id) of the request functions' session argument."""
-    if session is None or isinstance(session, str):  # 0.0.56 - 0.0.76: the session id itself
+    if session is None or isinstance(session, str):  # 0.0.47 - 0.0.76: the session id itself
         return None, session or None
     version = getattr(session, "protocol_version", None)
     session_id = getattr(session, "session_id", None)
@@ -187,16 +194,19 @@ def _session_arg(session: Any) -> tuple[str | None, str | None]:
 
 
 def _begin(connection: Any, name: Any, kwargs: dict[str, Any]) -> McpToolCall | None:
-    """The call's record, and the trace context added to ``kwargs['meta']``; None: untraced."""
+    """The call's record, and the trace context added to ``kwargs['meta']`` and
+    ``kwargs['headers']``; None: untraced. One decision (``trace_fields``) for both."""
     span = get_current_span()
     settings = settings_of(span)
     if settings is None:
         return None
     server = _server_of(connection)
     call = McpToolCall(span, server, str(name), settings)
-    if CALL_TAKES_META:
-        meta = kwargs.get("meta")
-        kwargs["meta"] = trace_meta(span, meta if meta is not None else {}, settings.propagation, server.url)
+    fields = trace_fields(span, settings.propagation, server.url) if CALL_TAKES_META or CALL_TAKES_HEADERS else {}
+    if fields and CALL_TAKES_META:
+        kwargs["meta"] = meta_with(kwargs.get("meta") or {}, fields)
+    if fields and CALL_TAKES_HEADERS:
+        kwargs["headers"] = headers_with(kwargs.get("headers") or {}, fields)
     return call
 
 
@@ -215,7 +225,7 @@ async def _call_tool(self: Any, name: Any, arguments: Any = None, **kwargs: Any)
     try:
         result = await original(self, name, arguments, **sent)
     except BaseException as exc:
-        _finish(call, error=exc)
+        _finish(call, error=run_timeout.as_timeout(exc))  # the run's timeout, not a bare cancellation
         raise
     finally:
         _CALL.reset(token)
@@ -478,6 +488,7 @@ def installed() -> bool:
 
 
 __all__ = [
+    "CALL_TAKES_HEADERS",
     "CALL_TAKES_META",
     "HAS_MCP_CLIENT",
     "REQUESTS_OBSERVABLE",

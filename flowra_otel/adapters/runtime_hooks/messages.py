@@ -1,4 +1,4 @@
-"""flowra 0.0.56 - 0.0.93's messages and blocks, read for the core's content pipeline.
+"""flowra 0.0.47 - 0.0.93's messages and blocks, read for the core's content pipeline.
 
 On this line the system prompt is ``LLMRequest.system`` (beside ``messages``), a tool result's
 ``content`` is a list of ``TextBlock`` / ``MediaBlock`` (0.0.86; text before), media of any kind is a
@@ -26,7 +26,7 @@ from ...core.leaf_spec import ATOMS, Leaves
 
 
 class RuntimeHooksMessages:
-    """``content.MessageReader`` for flowra 0.0.56 - 0.0.93 (stateless: one shared instance)."""
+    """``content.MessageReader`` for flowra 0.0.47 - 0.0.93 (stateless: one shared instance)."""
 
     __slots__ = ()
 
@@ -213,3 +213,12 @@ def _flat_spec(kind: type, block: Any) -> tuple[Any, ...] | None:
 
 
 MESSAGES: Final = RuntimeHooksMessages()
+
+RESULT_BLOCKS: Final = "list" in str(ToolResultBlock.__dataclass_fields__["content"].type)
+"""0.0.86+: ``ToolResultBlock.content`` is a list of blocks (text before)."""
+
+
+def text_result_content(text: str) -> Any:
+    """What a tool's text answer is in ``ToolResultBlock.content`` on this release: the text
+    itself before 0.0.86, else one ``TextBlock`` holding it (the ledger digests that form)."""
+    return [TextBlock(text=text)] if RESULT_BLOCKS else text

@@ -1,4 +1,4 @@
-"""The two context variables the emit patch and the tracing share (flowra 0.0.56+).
+"""The two context variables the emit patch and the tracing share (flowra 0.0.47+).
 
 Why a module of their own: the emit patch sets them and the tracing reads them, and neither
 module may import the other (the patch knows the tracing only as an ``EventSink``).

@@ -1,4 +1,4 @@
-"""``RuntimeTracing``: one runtime's flowra 0.0.56+ spans and events, turned into core invocations.
+"""``RuntimeTracing``: one runtime's flowra 0.0.47+ spans and events, turned into core invocations.
 
 What flowra reports, and what becomes of it:
 
@@ -10,16 +10,17 @@ What flowra reports, and what becomes of it:
   made current (attached and detached in the step's own task) while the provider is called, so
   HTTP client spans made there nest under it. Its output waits until the ``BeforeToolCallEvent``
   hooks of its response ran: the tool calls it shows are the ones that run.
-* ``ToolCallSpan`` (opened with the tool-call agent; on 0.0.56 - 0.0.67, where it opens inside that
+* ``ToolCallSpan`` (opened with the tool-call agent; on 0.0.47 - 0.0.67, where it opens inside that
   agent's step, the agent's own ``AgentSpan`` stands for it): an ``execute_tool`` span, current for the
   tool's steps and the parent of an agent used as a tool. It ends when the tool returned, but its
   result is written only once the value the model is given is known: the matching result in the
   agent's next LLM request, or in the turn's messages when the agent ends (every hook, global or
   agent-scoped, and flowra's own changes after them, have run by then).
-* ``BeforeToolCallsEvent`` / ``BeforeToolCallEvent`` / ``AfterToolCallEvent`` / ``StartTurnEvent`` /
-  ``MessageAcceptedEvent``, after every handler (``emit_patch``): the redaction ledger, calls
-  answered by a hook (``prefilled``) or cut off by the token limit (spans of their own), the run's
-  input, conversation id and metric attributes.
+* ``BeforeToolCallsEvent`` / ``BeforeToolCallEvent`` / ``AfterToolCallEvent`` / ``StartTurnEvent``
+  (0.0.47: ``UserMessageEvent``, ``_flowra.INPUT_EVENT``) / ``MessageAcceptedEvent``, after every
+  handler (``emit_patch``): the redaction ledger, calls answered by a hook (``prefilled``) or cut
+  off by the token limit (spans of their own), the run's input, conversation id and metric
+  attributes.
 
 Never raises into flowra: ``emit`` does not guard event handlers, so every entry point here
 catches and logs (without content) whatever goes wrong, and the agent's result is unchanged.
@@ -47,7 +48,7 @@ from ...core.run_state import RunState
 from ...core.safety import internal_error, safe_str, utf8_safe
 from ...core.telemetry import Telemetry
 from ...core.tool_invocation import ToolInvocation
-from . import _flowra
+from . import _flowra, run_timeout
 from ._flowra import (
     CUT_OFF_STOP_REASONS,
     PLUMBING_AGENTS,
@@ -131,7 +132,7 @@ class RuntimeTracing:
         """The root of a run: the run's state first (a resumed run's trace link is read from
         flowra's session storage, hence a coroutine then), then its agent. ``nested``: started
         inside a traced node's step (its flowing frame is replaced in the step's task)."""
-        storage = _flowra.runtime_storage(self.runtime)
+        storage = _flowra.link_storage(self.runtime)
         content = not IN_HOOKS.get()
         if storage is None:
             run = RunScope(RunState(), content=content)
@@ -383,9 +384,9 @@ class RuntimeTracing:
                     self._tool_announced(scope, data, tracker, exc)
                 elif cls is _flowra.CALLS_EVENT:
                     self._calls_announced(scope, data, exc)
-                elif cls is events.StartTurnEvent and exc is None:
+                elif cls is _flowra.INPUT_EVENT and exc is None:
                     scope.invocation.record_input(data.messages)
-            if cls is events.MessageAcceptedEvent or cls is events.StartTurnEvent:
+            if cls in _flowra.METADATA_EVENTS:
                 state = frame.run.state
                 state.accept_metadata(self.telemetry, data.metadata or {}, _open_spans(frame))
                 return state.persist_pending
@@ -574,9 +575,11 @@ def _replaced_root(run: RunScope) -> Frame:
 
 def _end_reason(error: BaseException) -> tuple[str, BaseException | None]:
     """How a span ends when flowra closes it with ``error``: an interrupt is a requested stop,
-    not a failure; a cancelled run (a timeout) says so."""
+    not a failure; a cancelled run says so, and the cancellation by which the runtime's timeout
+    stopped the run is that timeout (``run_timeout``)."""
     if isinstance(error, FlowraInterruptedError):
         return semconv.END_INTERRUPTED, None
+    error = run_timeout.as_timeout(error)
     if isinstance(error, asyncio.CancelledError):
         return semconv.END_CANCELLED, error
     if isinstance(error, TimeoutError):
