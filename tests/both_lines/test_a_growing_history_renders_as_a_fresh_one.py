@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import json
 import random
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -44,10 +45,11 @@ def _lengthening(text: str) -> str:
     return text.replace("4451", '[gate "code" \\ withheld\n]').replace("order", "ordér")
 
 
-SCRUBS = {
-    "none": {"redact": None, "redact_secrets": False},
-    "scrubbed": {"redact": _lengthening, "redact_secrets": True},
+SCRUBS: dict[str, tuple[Callable[[str], str] | None, bool]] = {
+    "none": (None, False),
+    "scrubbed": (_lengthening, True),
 }
+"""``redact=`` and ``redact_secrets=`` of each scrubbing case."""
 
 
 def _message(rng: random.Random, n: int) -> Any:
@@ -89,7 +91,8 @@ def _edit(rng: random.Random, history: list[Any]) -> None:
 @pytest.mark.parametrize("seed", range(6))
 def test_each_call_renders_as_a_fresh_renderer_would(copies: bool, budget: int | None, seed: int, scrub: str) -> None:
     rng = random.Random(seed * 1000 + (budget or 0) + copies)
-    policy = ContentPolicy.build(max_length=budget, **SCRUBS[scrub])
+    redact, secrets = SCRUBS[scrub]
+    policy = ContentPolicy.build(max_length=budget, redact=redact, redact_secrets=secrets)
     kept = policy.renderer(S.MESSAGES)
     history: list[Any] = []
     for call in range(40):
