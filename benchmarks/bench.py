@@ -234,12 +234,30 @@ def report_shape(workload: workloads.Workload, info: dict[str, Any], result: dic
         u = per_run["untraced"] / per_run["bare"] - 1
         lines.append(f"untraced {u * 100:+.2f}% (goal <= +1%: {verdict(u, GOALS['untraced'])})")
         parts.append(f"untraced={u * 100:+.2f}%")
+    lines += knockout_lines(per_run)
     for text in lines:
         out(f"   {text}")
     summary = f"{workload.name} " + " ".join(parts)
     out(f"   {summary}")
     out()
     return summary
+
+
+def knockout_lines(per_run: dict[str, float]) -> list[str]:
+    """Each mechanism's cost per run: the plugin minus the plugin with it switched off, and beside
+    it the floor's share of the telemetry the knockout drops (``floor-no-X``, when counted)."""
+    lines = []
+    plugin = per_run.get("plugin")
+    for variant, value in per_run.items():
+        base, _, name = variant.partition("-no-")
+        if base != "plugin" or not name or plugin is None:
+            continue
+        text = f"{name}: {(plugin - value) / 1e6:+.2f} M per run"
+        floor, without = per_run.get("floor"), per_run.get(f"floor-no-{name}")
+        if floor is not None and without is not None:
+            text += f" (the floor's share of the telemetry it drops: {(floor - without) / 1e6:+.2f} M)"
+        lines.append(text)
+    return lines
 
 
 def report_per_call(results: dict[int, dict[str, float]]) -> str:
