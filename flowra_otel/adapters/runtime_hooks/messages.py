@@ -22,7 +22,7 @@ from flowra.llm import (
 
 from ...core.bounded_json import Blob, TextBlob, textual_media
 from ...core.content import Part, blob_modality
-from ...core.leaf_spec import ATOMS, Leaves
+from ...core.leaf_spec import ATOMS, BLOCKS, Leaves
 
 
 class RuntimeHooksMessages:
@@ -126,17 +126,19 @@ class RuntimeHooksMessages:
             if spec is None or type(message) is not spec[1]:
                 return count
             shape = spec[0]
-            blocks = message.blocks
-            if shape is _TEXT:
-                if len(blocks) != 1:
+            if shape is BLOCKS:  # a spec of ``LEAVES``
+                if not LEAVES.same(message, spec):
                     return count
-                block = blocks[0]
+                count += 1
+                continue
+            blocks = message.blocks  # a flat spec: one block
+            if len(blocks) != 1:
+                return count
+            block = blocks[0]
+            if shape is _TEXT:
                 if type(block) is not TextBlock or block.text is not spec[2]:
                     return count
             elif shape is _RESULT:
-                if len(blocks) != 1:
-                    return count
-                block = blocks[0]
                 if type(block) is not ToolResultBlock or block.tool_use_id is not spec[2]:
                     return count
                 content = block.content
@@ -145,10 +147,7 @@ class RuntimeHooksMessages:
                 part = content[0]
                 if type(part) is not TextBlock or part.text is not spec[3]:
                     return count
-            elif shape is _CALL:
-                if len(blocks) != 1:
-                    return count
-                block = blocks[0]
+            else:  # _CALL
                 if type(block) is not ToolUseBlock or block.id is not spec[2] or block.name is not spec[3]:
                     return count
                 arguments = block.input
@@ -161,8 +160,6 @@ class RuntimeHooksMessages:
                     if key is not keys[j] or arguments[key] is not values[j]:
                         return count
                     j += 1  # noqa: SIM113
-            elif not LEAVES.same(message, spec):
-                return count
             count += 1
         return count
 
