@@ -175,16 +175,18 @@ BOUNDS_TESTS = (
 
 @dataclasses.dataclass(frozen=True)
 class Benchmark:
-    """A benchmark script and the flowra release of the environment it runs in (its flags after ``--``)."""
+    """A benchmark script, its own arguments, and the flowra release of the environment it runs in
+    (the user's flags go after ``--``)."""
 
     session: str
     flowra: str
     script: str
+    args: tuple[str, ...] = ()
 
 
 BENCHMARKS = (
-    Benchmark("bench", OLD_LINE_HOME, "benchmarks/run.py"),
-    Benchmark("bench-093", LOCKED_FLOWRA, "benchmarks/run_093.py"),
+    Benchmark("bench", OLD_LINE_HOME, "benchmarks/bench.py", ("--line", "old")),
+    Benchmark("bench-093", LOCKED_FLOWRA, "benchmarks/bench.py", ("--line", "modern")),
     Benchmark("bench-content", OLD_LINE_HOME, "benchmarks/content.py"),
 )
 
@@ -200,31 +202,18 @@ class TypeCheck:
     benchmarks: tuple[str, ...]
 
 
+BENCH_HARNESS = ("bench", "worker", "replay", "sdk", "workloads")
+"""The benchmark harness both lines share; each line adds its own module (modern_line, old_line)."""
 TYPE_CHECKS = (
     TypeCheck(
         LOCKED_FLOWRA,
         "runtime_hooks",
-        (
-            "benchmarks/run_093.py",
-            "benchmarks/modern_floor.py",
-            "benchmarks/modern_worker.py",
-            "benchmarks/modern_workload.py",
-            "benchmarks/support_workload.py",
-            "benchmarks/sdk_tap.py",
-            "benchmarks/flowra093_worker.py",
-        ),
+        tuple(f"benchmarks/{name}.py" for name in (*BENCH_HARNESS, "modern_line", "knockouts")),
     ),
     TypeCheck(
         OLD_LINE_HOME,
         "hook_registry",
-        (
-            "benchmarks/run.py",
-            "benchmarks/floor.py",
-            "benchmarks/worker.py",
-            "benchmarks/workload.py",
-            "benchmarks/content.py",
-            "benchmarks/sdk_tap.py",
-        ),
+        tuple(f"benchmarks/{name}.py" for name in (*BENCH_HARNESS, "old_line", "content")),
     ),
 )
 
@@ -734,9 +723,9 @@ def demo(session: nox.Session) -> None:
 def _bench_session(bench: Benchmark) -> None:
     def run(session: nox.Session) -> None:
         sync(session, bench.flowra)
-        session.run("python", bench.script, *session.posargs)
+        session.run("python", bench.script, *bench.args, *session.posargs)
 
-    run.__doc__ = f"{bench.script} (flowra {bench.flowra}); its flags after --."
+    run.__doc__ = f"{' '.join((bench.script, *bench.args))} (flowra {bench.flowra}); its flags after --."
     nox.session(name=bench.session, python=interpreter("3.13"), tags=["bench"], default=False)(run)
 
 

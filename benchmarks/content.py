@@ -40,7 +40,7 @@ from flowra.llm import (
 )
 from flowra.runtime import AgentRuntime
 from flowra.tools import ToolRegistry, get_local_tool, tool
-from workload import RecordingSdk
+from sdk import RecordingSdk
 
 from flowra_otel import OtelHooks
 

@@ -1,41 +1,34 @@
-"""One benchmark process on flowra 0.0.8, started by ``run.py``; prints one JSON object on stdout.
+"""One benchmark process, started by ``bench.py``; prints one JSON object (its last line).
 
-    python benchmarks/worker.py capture --out PLAN.pickle [--iterations 20]
-    python benchmarks/worker.py serve --variants bare,floor,floor_spans --plan PLAN.pickle --block 5
-    python benchmarks/worker.py serve --variants untraced,plugin,spans_only --block 5
-    python benchmarks/worker.py serve --variants offbare,off --block 5
-    python benchmarks/worker.py memory --variant plugin --runs 10000
-    python benchmarks/worker.py profile --variant plugin --runs 200
+    python benchmarks/worker.py capture --workload support --out PLAN.pickle
+    python benchmarks/worker.py runs --workload support --variant plugin --runs 23 --warmup 5 [--plan PLAN.pickle]
+    python benchmarks/worker.py profile --workload support --variant plugin --runs 100 [--plan PLAN.pickle]
+    python benchmarks/worker.py memory --workload support --variant plugin --runs 10000
 
-It uses the plugin only through its public API (``OtelHooks``, added to a ``HookRegistry``, and
-the providers it is given), so it keeps measuring the same thing whatever the plugin's internals.
+Either flowra line: the workload names it (``workloads.py``), and its module (``modern_line.py``
+or ``old_line.py``) builds the runtime. The plugin is used through its public API only
+(``OtelHooks(...)``, as an app installs it), except for ``--knockout`` (a benchmark-only build,
+``knockouts.py``).
 
-Variants (three kinds of process, because creating an ``OtelHooks`` that can record changes flowra
-for the whole process):
+``capture`` records one plugin run (the exact floor's plan, ``replay.py``) and checks it: the
+plugin with ``metrics=False`` makes the very same spans, and the floor's replay, with and without
+its measurements, makes the very same telemetry as the plugin (every difference printed, exit 1).
+``runs`` sets one variant up, checks one run, warms it up, then makes ``--runs`` runs, nothing
+timed: run twice under callgrind (two run counts), the difference is its instructions per run.
 
-* ``bare``         flowra alone, in a process that never imports ``flowra_otel`` (checked).
-* ``floor``        bare flowra + :class:`floor.Floor`: plain hook handlers that make the plugin's
-                   spans and metric records (captured from one plugin run) with the raw SDK, on the
-                   plugin's SDK set-up. Same process as ``bare``.
-* ``floor_spans``  the same without the metric records (the floor of ``spans_only``).
-* ``plugin``       ``OtelHooks`` with a recording SDK ``TracerProvider`` (``BatchSpanProcessor``
-                   into a dropping exporter) and an SDK ``MeterProvider`` with an
-                   ``InMemoryMetricReader``.
-* ``spans_only``   the same tracer provider, no metrics: ``OtelHooks(metrics=False)`` when the
-                   constructor has that option, else a ``NoOpMeterProvider``.
-* ``untraced``     no ``OtelHooks`` on this runtime's registry, while another registry of the
-                   process has a recording one (the plugin is installed, this run is not traced).
-                   Same process as ``plugin``.
-* ``off``          ``OtelHooks(tracer_provider=NoOpTracerProvider(), meter_provider=NoOpMeterProvider())``
-                   in a process with no other ``OtelHooks``: tracing switched off.
-* ``offbare``      bare flowra beside ``off`` (if creating ``off`` changed any flowra class, the
-                   result says so and ``off`` is compared with ``bare`` instead).
+Variants (each in a process of its own; only the plugin's import ``flowra_otel``, checked: the
+plugin patches flowra for the whole process):
 
-``serve`` runs blocks of ``--block`` runs of the variant ``run.py`` names on stdin, one at a time,
-so that variants of different processes are interleaved block by block (see :func:`serve`). A
-variant with a ``BatchSpanProcessor`` flushes it at the end of each block, inside the timing, so
-the export work of its spans is charged to it. ``--concurrency N`` makes one "run" N concurrent
-runs of the runtime (``asyncio.gather``).
+* ``bare``          flowra alone.
+* ``floor``         bare + ``replay.Floor``: plain handlers that make the plugin's spans and
+                    measurements (the plan) with the raw SDK; ``floor_spans`` without measurements.
+* ``ext_otel``      ``flowra.ext.otel`` (flowra 0.0.9+), its defaults, content as the workload's.
+* ``plugin``        ``OtelHooks(tracer_provider=..., meter_provider=..., capture_content=...)``;
+  ``spans_only``    the same with ``metrics=False``; ``content_off`` with ``capture_content=False``.
+* ``untraced``      the plugin installed in the process (a traced runtime beside, which has run),
+                    this runtime without it.
+
+The SDK set-up of every traced variant is ``sdk.RecordingSdk``.
 """
 
 from __future__ import annotations
@@ -45,7 +38,7 @@ import array
 import asyncio
 import cProfile
 import gc
-import inspect
+import importlib
 import json
 import pickle
 import pstats
@@ -54,206 +47,151 @@ import time
 import tracemalloc
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-import floor
-import workload
-from flowra.agent import HookRegistry
+import replay
+import workloads
+from opentelemetry import metrics, trace
+from sdk import RecordingSdk
 
-FLOOR_VARIANTS = ("bare", "floor", "floor_spans")
-PLUGIN_VARIANTS = ("untraced", "plugin", "spans_only")
-OFF_VARIANTS = ("offbare", "off")
-VARIANTS = FLOOR_VARIANTS + PLUGIN_VARIANTS + OFF_VARIANTS
+VARIANTS = ("bare", "floor", "floor_spans", "ext_otel", "plugin", "spans_only", "content_off", "untraced")
+PLUGIN_VARIANTS = frozenset({"plugin", "spans_only", "content_off", "untraced"})
 
-type RunFn = Callable[[], Awaitable[object]]
+
+class LineModule(replay.Line, Protocol):
+    """A line's module (``modern_line``, ``old_line``), as the worker uses it."""
+
+    NAME: str
+
+    async def build(self, workload: workloads.Workload) -> Any: ...
+
+    def install_plugin(
+        self, bench: Any, tracer_provider: trace.TracerProvider, meter_provider: metrics.MeterProvider, **options: Any
+    ) -> None: ...
+
+    def install_ext_otel(self, bench: Any, tracer_provider: trace.TracerProvider, *, content: bool) -> None: ...
+
+
+def line_of(workload: workloads.Workload) -> LineModule:
+    """The workload's line module (imported by name: the other line's would not even import)."""
+    module: LineModule = importlib.import_module(f"{workload.line}_line")
+    return module
 
 
 class Setup:
-    """A variant made ready: ``run()`` is one run (or ``concurrency`` concurrent ones)."""
+    """A variant made ready: ``run()`` is one run."""
 
-    def __init__(
-        self, name: str, run: RunFn, sdk: workload.RecordingSdk | None, keep: object = None, info: str = ""
-    ) -> None:
-        self.name = name
-        self.info = info  # how the variant was made, where that varies (spans_only)
+    def __init__(self, run: Callable[[], Awaitable[object]], sdk: RecordingSdk | None, keep: object) -> None:
         self.run = run
         self.sdk = sdk
-        self.keep = keep  # objects that must stay alive for the variant (an unused OtelHooks)
+        self.keep = keep  # what must stay alive (the other runtime of ``untraced``)
 
     def flush(self) -> None:
         if self.sdk is not None:
-            self.sdk.tracer_provider.force_flush()
+            self.sdk.flush()
 
 
-def make_hooks(tracer_provider: Any, meter_provider: Any) -> Any:
-    """``OtelHooks(tracer_provider=..., meter_provider=...)``: the plugin as an app creates it."""
-    from flowra_otel import OtelHooks
-
-    return OtelHooks(tracer_provider=tracer_provider, meter_provider=meter_provider)
-
-
-def make_spans_only_hooks(tracer_provider: Any) -> tuple[Any, str]:
-    """The plugin with spans and no metrics: ``metrics=False`` where the constructor has it."""
-    from opentelemetry.metrics import NoOpMeterProvider
-
-    from flowra_otel import OtelHooks
-
-    if "metrics" in inspect.signature(OtelHooks).parameters:
-        options: dict[str, Any] = {"metrics": False}  # the option, where this version has it
-        return OtelHooks(tracer_provider=tracer_provider, **options), "metrics=False"
-    return OtelHooks(tracer_provider=tracer_provider, meter_provider=NoOpMeterProvider()), "NoOpMeterProvider()"
+def plugin_options(workload: workloads.Workload, variant: str) -> dict[str, Any]:
+    options: dict[str, Any] = {"capture_content": workload.content and variant != "content_off"}
+    if variant == "spans_only":
+        options["metrics"] = False
+    return options
 
 
-def flowra_fingerprint() -> dict[str, int]:
-    """The identity of every attribute of every class defined in flowra's modules: creating an
-    ``OtelHooks`` that patches flowra changes some of them (public check, no plugin internals)."""
-    prints: dict[str, int] = {}
-    for name, module in list(sys.modules.items()):
-        if module is None or not (name == "flowra" or name.startswith("flowra.")):
-            continue
-        for cls in list(vars(module).values()):
-            if isinstance(cls, type) and cls.__module__ == name:
-                for attr, value in list(vars(cls).items()):
-                    prints[f"{name}.{cls.__qualname__}.{attr}"] = id(value)
-    return prints
+async def make_setup(
+    variant: str, workload: workloads.Workload, plan: replay.Plan | None, knockouts: Sequence[str] = ()
+) -> tuple[Setup, float | None]:
+    """The variant, checked once; also the spans its exporter received from that run."""
+    line = line_of(workload)
+    if knockouts:
+        import knockouts as ko
 
-
-def _runner(runtime: Any, concurrency: int, begin: Callable[[], None] | None) -> RunFn:
-    async def one(storage_key: str | None = None) -> object:
-        if begin is not None:
-            begin()
-        return await workload.run_once(runtime, storage_key)
-
-    if concurrency == 1:
-        return one
-
-    async def many() -> object:
-        # Concurrent runs on one runtime need distinct storage keys (flowra refuses a second "root").
-        return await asyncio.gather(*(one(f"run-{i}") for i in range(concurrency)))
-
-    return many
-
-
-async def make_setup(variant: str, iterations: int, concurrency: int, plan: floor.Plan | None) -> Setup:
-    hooks = HookRegistry()
-    sdk: workload.RecordingSdk | None = None
-    begin: Callable[[], None] | None = None
+        ko.apply(knockouts)
+    bench = await line.build(workload)
+    sdk: RecordingSdk | None = None
     keep: object = None
-    info = ""
     if variant in {"floor", "floor_spans"}:
         if plan is None:
             raise ValueError(f"{variant} needs --plan (made by the capture mode)")
-        if plan.iterations != iterations:
-            raise ValueError(f"the plan is of {plan.iterations} iterations, not {iterations}")
-        sdk = workload.RecordingSdk.create()
+        if plan.workload != workload.name:
+            raise ValueError(f"the plan is of {plan.workload}, not {workload.name}")
+        if knockouts:  # the floor of the plugin with them switched off: without the telemetry they drop
+            import knockouts as ko
+
+            plan = ko.floor_plan(plan, knockouts)
+        sdk = RecordingSdk.create()
         meters = sdk.meter_provider if variant == "floor" else None
-        hooks.add(floor.Floor(plan, sdk.tracer_provider, meters))
-        begin = floor.Floor.begin_run
-    elif variant == "plugin":
-        sdk = workload.RecordingSdk.create()
-        hooks.add(make_hooks(sdk.tracer_provider, sdk.meter_provider))
-    elif variant == "spans_only":
-        sdk = workload.RecordingSdk.create()
-        spans_only, info = make_spans_only_hooks(sdk.tracer_provider)
-        hooks.add(spans_only)
+        line.subscribe_floor(bench, replay.Floor(plan, sdk.tracer_provider, meters))
+    elif variant == "ext_otel":
+        sdk = RecordingSdk.create()
+        line.install_ext_otel(bench, sdk.tracer_provider, content=workload.content)
+    elif variant in {"plugin", "spans_only", "content_off"}:
+        sdk = RecordingSdk.create()
+        line.install_plugin(bench, sdk.tracer_provider, sdk.meter_provider, **plugin_options(workload, variant))
     elif variant == "untraced":
-        # The plugin is installed and recording elsewhere in the process; this registry has none.
-        other_sdk = workload.RecordingSdk.create()
-        other = HookRegistry()
-        other.add(make_hooks(other_sdk.tracer_provider, other_sdk.meter_provider))
+        other_sdk = RecordingSdk.create()
+        other = await line.build(workload)
+        line.install_plugin(
+            other, other_sdk.tracer_provider, other_sdk.meter_provider, **plugin_options(workload, variant)
+        )
+        await other.check()
+        if not other_sdk.exported_spans():
+            raise RuntimeError("the other runtime of untraced is not traced")
         keep = (other, other_sdk)
-    elif variant == "off":
-        from opentelemetry.metrics import NoOpMeterProvider
-        from opentelemetry.trace import NoOpTracerProvider
-
-        hooks.add(make_hooks(NoOpTracerProvider(), NoOpMeterProvider()))
-    elif variant not in {"bare", "offbare"}:
+    elif variant != "bare":
         raise ValueError(f"unknown variant {variant!r}")
-    runtime = await workload.build_runtime(hooks, iterations)
-    if begin is not None:
-        begin()
-    await workload.check_run(runtime, iterations)
-    return Setup(variant, _runner(runtime, concurrency, begin), sdk, keep, info)
+    before = sdk.exported_spans() if sdk is not None else 0
+    await bench.check()
+    spans = float(sdk.exported_spans() - before) if sdk is not None else None
+    return Setup(bench.run, sdk, keep), spans
 
 
-def load_plan(path: str | None) -> floor.Plan | None:
+def _check_process(variant: str) -> None:
+    if variant not in PLUGIN_VARIANTS and "flowra_otel" in sys.modules:
+        raise RuntimeError(f"the {variant} process imported flowra_otel")
+
+
+def load_plan(path: str | None) -> replay.Plan | None:
     if not path:
         return None
-    plan: floor.Plan = pickle.loads(Path(path).read_bytes())
+    plan: replay.Plan = pickle.loads(Path(path).read_bytes())
     return plan
 
 
-async def serve(
-    variants: list[str], warmup: int, block: int, iterations: int, concurrency: int, plan_path: str | None
+# ------------------------------------------------------------------------------------------ modes
+
+
+async def capture(workload: workloads.Workload, out: str) -> dict[str, Any]:
+    """The plan of one plugin run, written to ``out``, and the self-checks (see the docstring)."""
+    line = line_of(workload)
+
+    def plugin(variant: str) -> Callable[[Any, trace.TracerProvider, metrics.MeterProvider], None]:
+        def install(bench: Any, tracer_provider: trace.TracerProvider, meter_provider: metrics.MeterProvider) -> None:
+            line.install_plugin(bench, tracer_provider, meter_provider, **plugin_options(workload, variant))
+
+        return install
+
+    def build() -> Awaitable[Any]:
+        return line.build(workload)
+
+    plan = await replay.capture(line, build, plugin("plugin"), workload.name)
+    spans_only = await replay.capture(line, build, plugin("spans_only"), workload.name)
+    replay.compare(
+        plan.describe(spans_only=True), spans_only.describe(spans_only=True), "the plugin with metrics=False"
+    )
+    if spans_only.records:
+        raise RuntimeError("self-check failed: the plugin with metrics=False made measurements")
+    await replay.check(line, build, plan)
+    await replay.check(line, build, plan, metrics_on=False)
+    Path(out).write_bytes(pickle.dumps(plan))  # noqa: ASYNC240 (before anything is measured)
+    return {"workload": workload.name, **plan.summary(), "data_points": len(plan.data_points)}
+
+
+async def plain_runs(
+    variant: str, workload: workloads.Workload, runs: int, warmup: int, plan: replay.Plan | None, knockouts: list[str]
 ) -> dict[str, Any]:
-    """Set the variants up, then run one block of ``block`` runs per command read from stdin.
-
-    ``run.py`` keeps one such process of each kind alive and sends the blocks to them in turn, so
-    the variants of different processes are interleaved block by block, and a burst of load on
-    the (shared) machine hits them alike. Protocol: a ``{"ready": ...}`` line once set up; then per
-    ``run VARIANT`` line one ``{"cpu_ns": [...], "wall_ns": [...]}`` line (the block's runs, CPU
-    time of the whole process, with the block's span flush spread over its runs); ``end`` ends it.
-    """
-    kinds = {frozenset(FLOOR_VARIANTS), frozenset(PLUGIN_VARIANTS), frozenset(OFF_VARIANTS)}
-    if not any(set(variants) <= kind for kind in kinds):
-        raise ValueError(f"{variants}: variants of one process kind only (see the module's docstring)")
-    plan = load_plan(plan_path)
-    if plan is not None and any(v.startswith("floor") for v in variants):
-        await floor.verify(plan)  # the floor makes the very telemetry the plugin made
-    before = flowra_fingerprint()
-    setups = {v: await make_setup(v, iterations, concurrency, plan) for v in variants}
-    changed = sorted(k for k, v in flowra_fingerprint().items() if before.get(k, v) != v)
-    for setup in setups.values():
-        for _ in range(warmup):
-            await setup.run()
-        setup.flush()
-    gc.collect()
-    _reply({"ready": variants})
-    wall_clock, cpu_clock = time.perf_counter_ns, time.process_time_ns
-    timed = 0
-    for line in sys.stdin:
-        command = line.split()
-        if not command or command[0] == "end":
-            break
-        setup = setups[command[1]]
-        block_cpu: list[int] = []
-        block_wall: list[int] = []
-        for _ in range(block):
-            start_cpu, start = cpu_clock(), wall_clock()
-            await setup.run()
-            end = wall_clock()
-            block_cpu.append(cpu_clock() - start_cpu)
-            block_wall.append(end - start)
-        if setup.sdk is not None:  # the spans still queued are this block's: their export is its cost
-            start_cpu, start = cpu_clock(), wall_clock()
-            setup.flush()
-            flush_cpu, flush_wall = cpu_clock() - start_cpu, wall_clock() - start
-            block_cpu = [t + flush_cpu // block for t in block_cpu]
-            block_wall = [t + flush_wall // block for t in block_wall]
-        timed += block
-        _reply({"cpu_ns": block_cpu, "wall_ns": block_wall})
-    blocks_per_variant = timed // max(1, len(setups))
-    total = 1 + (warmup + blocks_per_variant) * concurrency  # check_run, then warm-up and timed "runs"
-    spans: dict[str, float | None] = {}
-    for setup in setups.values():
-        spans[setup.name] = None
-        if setup.sdk is not None:
-            spans[setup.name] = setup.sdk.exported_spans() / total
-            setup.sdk.shutdown()
-    if set(variants) <= set(FLOOR_VARIANTS) and "flowra_otel" in sys.modules:
-        raise RuntimeError("the floor process imported flowra_otel")
-    return {
-        "spans_per_run": spans,
-        "info": {s.name: s.info for s in setups.values() if s.info},
-        "flowra_changed": changed[:20],
-        "flowra_changed_count": len(changed),
-    }
-
-
-async def plain_runs(variant: str, runs: int, warmup: int, iterations: int, plan_path: str | None) -> dict[str, Any]:
-    """Set ``variant`` up, warm it up, then make ``runs`` runs and flush: nothing timed. Run under
-    an instruction counter twice (two run counts), the difference is the instructions per run."""
-    setup = await make_setup(variant, iterations, 1, load_plan(plan_path))
+    """Set ``variant`` up, warm it up, then make ``runs`` runs and flush: nothing timed."""
+    setup, spans = await make_setup(variant, workload, plan, knockouts)
     for _ in range(warmup):
         await setup.run()
     setup.flush()
@@ -261,83 +199,22 @@ async def plain_runs(variant: str, runs: int, warmup: int, iterations: int, plan
     for _ in range(runs):
         await setup.run()
     setup.flush()
-    return {"variant": variant, "runs": runs}
+    if not knockouts:
+        _check_process(variant)
+    plugin = sys.modules.get("flowra_otel")
+    where = getattr(plugin, "__file__", None) if plugin is not None else None
+    return {"variant": variant, "runs": runs, "spans_per_run": spans, "flowra_otel": where}
 
 
-def _reply(data: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(data) + "\n")
-    sys.stdout.flush()
-
-
-def _slope(xs: Sequence[float], ys: Sequence[float]) -> float:
-    """Least-squares slope of ys over xs."""
-    n = len(xs)
-    mean_x, mean_y = sum(xs) / n, sum(ys) / n
-    var = sum((x - mean_x) ** 2 for x in xs)
-    return sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / var if var else 0.0
-
-
-async def memory_runs(
-    variant: str, runs: int, warmup: int, iterations: int, plan_path: str | None, checkpoints: int = 20
+async def profile_runs(
+    variant: str, workload: workloads.Workload, runs: int, warmup: int, top: int, plan: replay.Plan | None
 ) -> dict[str, Any]:
-    """Traced-memory growth per run over ``runs`` runs that follow ``warmup`` runs.
-
-    tracemalloc runs from before the set-up: had it started after the warm-up, every entry that a
-    full, bounded cache (``functools.lru_cache``, jsonschema's ``referencing`` registry...) replaced
-    later would show up as new traced memory, a curve that looks like growth and is not. At
-    ``checkpoints`` points the span queue is flushed and a full collection run before reading the
-    traced size; the growth per run is the least-squares slope through those points.
-    """
-    tracemalloc.start(1)
-    setup = await make_setup(variant, iterations, 1, load_plan(plan_path))
+    """cProfile over ``runs`` runs, per run: self time by package, and the heaviest functions of
+    ``flowra_otel`` by self time (tottime) and cumulative time (cumtime)."""
+    setup, _ = await make_setup(variant, workload, plan)
     for _ in range(warmup):
         await setup.run()
-
-    def traced_now() -> int:
-        setup.flush()
-        gc.collect()
-        return tracemalloc.get_traced_memory()[0]
-
-    step = max(1, runs // checkpoints)
-    marks = [*range(0, runs, step), runs]
-    xs = array.array("d", marks)  # preallocated: the measurement allocates nothing between checkpoints
-    ys = array.array("d", [0.0]) * len(marks)
-    snapshot = tracemalloc.take_snapshot()
-    ys[0] = traced_now()
-    start = time.perf_counter()
-    for index in range(1, len(marks)):
-        for _ in range(marks[index] - marks[index - 1]):
-            await setup.run()
-        ys[index] = traced_now()
-    elapsed = time.perf_counter() - start
-    after = tracemalloc.take_snapshot()
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    top = [
-        {"where": _short(str(stat.traceback[0])), "bytes": stat.size_diff}
-        for stat in after.compare_to(snapshot, "lineno")
-        if stat.size_diff > 0 and not stat.traceback[0].filename.endswith("tracemalloc.py")
-    ][:5]
-    if setup.sdk is not None:
-        setup.sdk.shutdown()
-    return {
-        "variant": variant,
-        "runs": runs,
-        "warmup": warmup,
-        "slope_bytes_per_run": _slope(xs, ys),
-        "growth_bytes": ys[-1] - ys[0],
-        "peak_traced_bytes": peak,
-        "seconds": elapsed,
-        "top_growth": top,
-    }
-
-
-async def profile_runs(variant: str, runs: int, warmup: int, top: int, plan_path: str | None) -> dict[str, Any]:
-    """cProfile over ``runs`` runs, per run: self time by package; the plugin's functions by
-    self time (tottime) and by cumulative time (cumtime); the heaviest functions overall."""
-    setup = await make_setup(variant, workload.ITERATIONS, 1, load_plan(plan_path))
-    for _ in range(warmup):
-        await setup.run()
+    setup.flush()
     profiler = cProfile.Profile()
     profiler.enable()
     for _ in range(runs):
@@ -366,9 +243,9 @@ async def profile_runs(variant: str, runs: int, warmup: int, top: int, plan_path
         "runs": runs,
         "profiled_ms_per_run": sum(by_package.values()),
         "by_package_ms_per_run": dict(sorted(by_package.items(), key=lambda kv: -kv[1])),
+        "plugin_calls_per_run": sum(r["calls"] for r in plugin_rows),
         "plugin_by_self": sorted(plugin_rows, key=lambda r: -r["self_ms"])[:top],
         "plugin_by_cum": sorted(plugin_rows, key=lambda r: -r["cum_ms"])[:top],
-        "all_by_self": sorted(rows, key=lambda r: -r["self_ms"])[:top],
     }
 
 
@@ -379,8 +256,8 @@ def _package_of(filename: str) -> str:
         ("/opentelemetry/sdk/", "opentelemetry.sdk"),
         ("/opentelemetry/", "opentelemetry.api"),
         ("/flowra/", "flowra"),
-        ("/wrapt/", "wrapt"),
         ("/asyncio/", "asyncio"),
+        ("/copy.py", "copy (flowra's deep copies)"),
         ("/benchmarks/", "benchmark (workload, floor)"),
     ):
         if marker in path:
@@ -400,49 +277,92 @@ def _short(filename: str) -> str:
     return path
 
 
-async def capture_plan(iterations: int, out: str) -> dict[str, Any]:
-    plan = await floor.capture(make_hooks, iterations)
-    Path(out).write_bytes(pickle.dumps(plan))  # noqa: ASYNC240 (before any timing)
+def _slope(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """Least-squares slope of ys over xs."""
+    n = len(xs)
+    mean_x, mean_y = sum(xs) / n, sum(ys) / n
+    var = sum((x - mean_x) ** 2 for x in xs)
+    return sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / var if var else 0.0
+
+
+async def memory_runs(
+    variant: str, workload: workloads.Workload, runs: int, warmup: int, checkpoints: int = 20
+) -> dict[str, Any]:
+    """Traced-memory growth per run over ``runs`` runs that follow ``warmup`` runs.
+
+    tracemalloc runs from before the set-up (started later, every entry a full bounded cache
+    replaced would look like growth). At each checkpoint the span queue is flushed and a full
+    collection runs before the traced size and the live objects are read; the growth per run is
+    the least-squares slope through those points."""
+    tracemalloc.start(1)
+    setup, _ = await make_setup(variant, workload, None)
+    for _ in range(warmup):
+        await setup.run()
+
+    def traced_now() -> tuple[int, int]:
+        setup.flush()
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0], len(gc.get_objects())
+
+    step = max(1, runs // checkpoints)
+    marks = [*range(0, runs, step), runs]
+    xs = array.array("d", marks)  # preallocated: the measurement allocates nothing between checkpoints
+    ys = array.array("d", [0.0]) * len(marks)
+    objects = array.array("d", [0.0]) * len(marks)
+    snapshot = tracemalloc.take_snapshot()
+    ys[0], objects[0] = traced_now()
+    start = time.perf_counter()
+    for index in range(1, len(marks)):
+        for _ in range(marks[index] - marks[index - 1]):
+            await setup.run()
+        ys[index], objects[index] = traced_now()
+    elapsed = time.perf_counter() - start
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    top = [
+        {"where": _short(str(stat.traceback[0])), "bytes": stat.size_diff}
+        for stat in after.compare_to(snapshot, "lineno")
+        if stat.size_diff > 0 and not stat.traceback[0].filename.endswith("tracemalloc.py")
+    ][:5]
     return {
-        "iterations": iterations,
-        "spans": len(plan.spans),
-        "metric_records": len(plan.records),
-        "events_with_work": len(plan.events),
-        "plan": plan.describe().splitlines()[:8],
+        "variant": variant,
+        "runs": runs,
+        "warmup": warmup,
+        "marks": list(xs),
+        "traced_bytes": list(ys),
+        "live_objects": list(objects),
+        "slope_bytes_per_run": _slope(xs, ys),
+        "seconds": elapsed,
+        "top_growth": top,
     }
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=("capture", "serve", "memory", "profile", "runs"))
-    parser.add_argument("--variants", default="bare", help="comma-separated, for time")
-    parser.add_argument("--variant", choices=VARIANTS, default="plugin", help="for memory and profile")
+    parser.add_argument("mode", choices=("capture", "runs", "profile", "memory"))
+    parser.add_argument("--workload", required=True, help="a name workloads.named knows")
+    parser.add_argument("--variant", choices=VARIANTS, default="plugin")
+    parser.add_argument("--knockout", action="append", default=[], help="a mechanism switched off (knockouts.py)")
     parser.add_argument("--plan", help="the floor's plan, made by capture")
     parser.add_argument("--out", help="where capture writes the plan")
-    parser.add_argument("--runs", type=int, default=100)
-    parser.add_argument("--warmup", type=int, default=10)
-    parser.add_argument("--block", type=int, default=5)
-    parser.add_argument("--iterations", type=int, default=workload.ITERATIONS)
-    parser.add_argument("--concurrency", type=int, default=1)
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args(argv)
+    workload = workloads.named(args.workload)
     result: dict[str, Any]
     if args.mode == "capture":
         if not args.out:
             parser.error("capture needs --out")
-        result = asyncio.run(capture_plan(args.iterations, args.out))
-    elif args.mode == "serve":
-        variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-        unknown = [v for v in variants if v not in VARIANTS]
-        if unknown:
-            parser.error(f"unknown variants {unknown}")
-        result = asyncio.run(serve(variants, args.warmup, args.block, args.iterations, args.concurrency, args.plan))
+        result = asyncio.run(capture(workload, args.out))
     elif args.mode == "runs":
-        result = asyncio.run(plain_runs(args.variant, args.runs, args.warmup, args.iterations, args.plan))
-    elif args.mode == "memory":
-        result = asyncio.run(memory_runs(args.variant, args.runs, args.warmup, args.iterations, args.plan))
+        plan = load_plan(args.plan)
+        result = asyncio.run(plain_runs(args.variant, workload, args.runs, args.warmup, plan, args.knockout))
+    elif args.mode == "profile":
+        plan = load_plan(args.plan)
+        result = asyncio.run(profile_runs(args.variant, workload, args.runs, args.warmup, args.top, plan))
     else:
-        result = asyncio.run(profile_runs(args.variant, args.runs, args.warmup, args.top, args.plan))
+        result = asyncio.run(memory_runs(args.variant, workload, args.runs, args.warmup))
     json.dump(result, sys.stdout)
     sys.stdout.write("\n")
 

@@ -18,9 +18,11 @@ The pipeline, per attribute (see docs/redaction.md):
 4. the tree is serialised: every JSON attribute is valid JSON that validates against the published
    GenAI schemas, at any size.
 
-Cost is linear: a ``ContentRenderer`` lives for one agent run and renders each message object
-once (flowra appends to the history and hands the same message objects to every call), so a
-chat costs its new messages plus the output budget, not the whole history again.
+Cost is linear: a ``ContentRenderer`` lives for one agent run, renders each message once and
+keeps the last conversation's JSON; a call checks its history against the leaves it rendered
+(``leaf_spec``: by identity, which a deep copy keeps and an edit breaks) and renders only what is
+new or changed, so a chat costs its new messages plus a cheap check per message, not the whole
+history again.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import dataclasses
 import json
 import logging
 import re
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, NamedTuple, Protocol
 
 from .bounded_json import (
@@ -149,9 +151,16 @@ class MessageReader(Protocol):
         """A tool result's content as a plain value: text, or a structure of plain values."""
         ...
 
-    def fingerprint(self, message: Any) -> Hashable | None:
-        """A key that a message and the copies flowra makes of it share (None: none; the
-        renderer then knows a message by its identity only)."""
+    def spec(self, message: Any) -> Any:
+        """What the renderer reads of ``message``, kept while its rendering is (``leaf_spec``): a
+        hashable value, or None when it holds something a spec cannot describe (it is then
+        rendered on every call)."""
+        ...
+
+    def unchanged(self, messages: list[Any], specs: list[Any]) -> int:
+        """How many of ``messages``, from the first, still are what ``specs`` (by position; None:
+        no spec) were taken of: every leaf the same object. Cheap: it runs over the whole
+        history of every LLM request."""
         ...
 
 
@@ -210,30 +219,15 @@ class ContentPolicy:
 class _Entry:
     """One flowra message, rendered: the JSON text of each semconv message it became."""
 
-    __slots__ = ("blocks", "items", "message", "roles", "trees")
+    __slots__ = ("items", "roles", "size", "spec", "text", "trees")
 
-    def __init__(self, message: Any, blocks: tuple[Any, ...]) -> None:
-        self.message = message  # a strong reference: the id() key cannot be reused while cached
-        self.blocks = blocks
+    def __init__(self, spec: Any) -> None:
+        self.spec = spec  # the reader's spec of the message (None: rendered again on every call)
         self.items: list[str] = []
         self.trees: list[Any] = []  # the tree of an item too big to fit with a marker, else None
         self.roles: list[str] = []
-
-    def same(self, message: Any, blocks: Sequence[Any] | None) -> bool:
-        """Still the message we rendered: same object, same blocks (a hook that replaced a block
-        in place in the history gets it re-rendered)."""
-        return self.message is message and _same_items(self.blocks, blocks)
-
-    def copy_of(self, message: Any) -> bool:
-        """An equal message (a deep copy of the one rendered): compared field by field, in C."""
-        try:
-            return bool(self.message == message)
-        except Exception:  # an odd value whose __eq__ raises: render it again
-            return False
-
-    def adopt(self, message: Any) -> None:
-        self.message = message
-        self.blocks = tuple(getattr(message, "blocks", None) or ())
+        self.text = ""  # the items, joined as they stand in the attribute
+        self.size = 0  # what the items add to the attribute's length: each one and its comma
 
 
 class ContentRenderer:
@@ -242,19 +236,42 @@ class ContentRenderer:
     Every method returns the attribute value to set (a ``str``) and never raises for odd content;
     a ``redact=`` that raises is logged once per attribute and its leaves are withheld. Not
     thread-safe: a run's hooks are called from the run's own task.
+
+    The conversation (``gen_ai.input.messages``) grows by a message or two per LLM call: the
+    renderer keeps the latest one's rendered messages by position, their specs, and its JSON
+    when it was recorded whole. A call checks its messages against those specs (``unchanged``:
+    the leaves only, by identity), renders what is new or changed, and extends the JSON; a
+    message that moved is found by its spec. Work per call: what is new, plus a cheap check of
+    each message of the history.
     """
 
-    __slots__ = ("_budget", "_copies", "_leaves", "_messages", "_policy", "_reader", "_scrub", "_system", "_tools")
+    __slots__ = (
+        "_body",
+        "_budget",
+        "_by_spec",
+        "_entries",
+        "_leaves",
+        "_policy",
+        "_reader",
+        "_scrub",
+        "_specs",
+        "_system",
+        "_tools",
+        "_used",
+    )
 
     def __init__(self, policy: ContentPolicy, reader: MessageReader) -> None:
         self._policy = policy
         self._reader = reader
         self._budget = policy.max_length
         self._scrub = policy.scrub
-        self._messages: dict[int, _Entry] = {}
-        self._copies: dict[Hashable, _Entry] = {}  # by the reader's fingerprint: a copy of a rendered message
+        self._entries: list[_Entry | None] = []  # the latest conversation's messages, rendered, by position
+        self._specs: list[Any] = []  # their specs (None where unknown), for ``unchanged``
+        self._body: str | None = ""  # the latest conversation's JSON without its brackets, when whole
+        self._used = 2  # what the length check counted for it (see ``_history``)
+        self._by_spec: dict[Any, _Entry] = {}  # rendered messages by spec: one that moved is found again
         self._leaves: dict[int, Any] = {}  # big leaves already cleaned (a tool result, then its history copy)
-        self._system: tuple[list[tuple[Any, tuple[Any, ...]]], str] | None = None
+        self._system: tuple[list[Any], str] | None = None  # the system messages' specs, and their JSON
         self._tools: tuple[tuple[Any, ...], str] | None = None
 
     # ------------------------------------------------------------------ request
@@ -272,31 +289,78 @@ class ContentRenderer:
         """Conversation messages (no system prompt) -> ``gen_ai.input.messages``, newest kept
         first: when over budget the oldest are dropped and a ``system`` message with a marker text
         part comes first; a newest message too big on its own is shrunk inside its parts."""
-        msgs = messages if isinstance(messages, list) else list(messages)
-        if len(self._messages) > 2 * len(msgs) + 64:  # history compacted (or copied): forget the rest
-            live = {id(m) for m in msgs}
-            self._messages = {k: e for k, e in self._messages.items() if k in live}
-            kept = {id(e) for e in self._messages.values()}
-            self._copies = {k: e for k, e in self._copies.items() if id(e) in kept}
-        return self._history(msgs, len(msgs))
-
-    def _history(self, msgs: list[Any], count: int) -> str:
+        msgs = messages if type(messages) is list else list(messages)
+        entries = self._entries
+        specs = self._specs
+        before = len(entries)
+        count = len(msgs)
+        if len(self._by_spec) > 2 * count + 64:  # forget messages no longer in the history
+            self._by_spec = {e.spec: e for e in entries if e is not None and e.spec is not None}
+        if count < before:  # the history shrank (compacted, or another list): positions past it go
+            del entries[count:]
+            del specs[count:]
+            return self._history(msgs, self._reader.unchanged(msgs, specs))
+        body = self._body
+        if body is None:  # the latest was cut: only the newest messages that fit matter
+            return self._history(msgs, 0)
+        same = self._reader.unchanged(msgs, specs) if before else 0
+        if same < before:
+            return self._history(msgs, same)
+        if count == before:  # the same conversation again (another attempt)
+            return "[" + body + "]"
+        # The history grew by what is after it: render the new messages, extend its JSON.
+        added = [self._entry(m) for m in msgs[before:]]
+        entries.extend(added)
+        specs.extend([e.spec for e in added])
         budget = self._budget
-        kept: list[str] = []  # newest first
+        used = self._used
+        for entry in added:
+            used += entry.size
+        if budget is not None and used > budget:
+            return self._history(msgs, count)
+        texts = ",".join([e.text for e in added])
+        body = body + "," + texts if body else texts
+        self._body, self._used = body, used
+        return "[" + body + "]"
+
+    def _history(self, msgs: list[Any], checked: int) -> str:
+        """The newest-first walk that keeps what fits: each message's entry is checked against
+        its spec, or found or rendered, as the walk reaches it (``checked``: the first messages
+        are known to be unchanged, and every entry after them is up to date)."""
+        budget = self._budget
+        count = len(msgs)
+        entries = self._entries
+        specs = self._specs
+        while len(entries) < count:
+            entries.append(None)
+            specs.append(None)
+        unchanged = self._reader.unchanged
+        kept: list[Any] = []  # newest first: whole entries, or single items (str) of a message cut
         used = 2
         visited = 0
         items = 0  # semconv messages of the flowra messages visited (a tool result is one of its own)
         newest: tuple[_Entry, int] | None = None
         omitted = 0
-        for message in reversed(msgs):
-            entry = self._entry(message)
+        for i in range(count - 1, -1, -1):
+            entry = entries[i]
+            if entry is None or (
+                i >= checked and (entry.spec is None or not unchanged(msgs[i : i + 1], specs[i : i + 1]))
+            ):
+                entry = self._entry(msgs[i])
+                entries[i] = entry
+                specs[i] = entry.spec
             visited += 1
-            items += len(entry.items)
-            for j in range(len(entry.items) - 1, -1, -1):
+            n = len(entry.items)
+            items += n
+            if newest is None and n:
+                newest = (entry, n - 1)
+            if budget is None or used + entry.size <= budget:  # the whole message fits
+                kept.append(entry)
+                used += entry.size
+                continue
+            for j in range(n - 1, -1, -1):  # its newest semconv messages, as far as they fit
                 item = entry.items[j]
-                if newest is None:
-                    newest = (entry, j)
-                if budget is None or used + len(item) + 1 <= budget:
+                if used + len(item) + 1 <= budget:
                     kept.append(item)
                     used += len(item) + 1
                     continue
@@ -305,20 +369,36 @@ class ContentRenderer:
             if omitted:
                 break
         if not omitted:
-            return "[" + ",".join(reversed(kept)) + "]"
+            body = ",".join([x.text if type(x) is _Entry else x for x in reversed(kept)])
+            self._body, self._used = body, used
+            return "[" + body + "]"
         assert budget is not None
+        self._body = None
+        return self._cut(kept, used, omitted, items + count - visited, newest)
+
+    def _cut(self, kept: list[Any], used: int, omitted: int, most: int, newest: tuple[_Entry, int] | None) -> str:
+        """The history over budget: what was kept (newest first), and a marker message first
+        that counts the semconv messages left out (``most``: the most it can count)."""
+        budget = self._budget
+        assert budget is not None
+        flat: list[str] = []  # the kept semconv messages, newest first
+        for x in kept:
+            if type(x) is _Entry:
+                flat.extend(reversed(x.items))
+            else:
+                flat.append(x)
         # The longest marker it can be: every semconv message visited and one per message not
         # visited (a message of many tool results is many semconv messages: N may exceed count).
-        room = len(_marker_message(OMITTED_MESSAGES.format(count=items + count - visited))) + 1
-        while kept and used + room > budget:  # make room for the marker message
-            used -= len(kept.pop()) + 1
+        room = len(_marker_message(OMITTED_MESSAGES.format(count=most))) + 1
+        while flat and used + room > budget:  # make room for the marker message
+            used -= len(flat.pop()) + 1
             omitted += 1
-        if not kept and newest is not None:
+        if not flat and newest is not None:
             omitted -= 1
-            kept.append(self._shrunk(*newest, budget - 2 - (room if omitted else 0)))
+            flat.append(self._shrunk(*newest, budget - 2 - (room if omitted else 0)))
         if omitted:
-            kept.append(_marker_message(OMITTED_MESSAGES.format(count=omitted)))
-        return "[" + ",".join(reversed(kept)) + "]"
+            flat.append(_marker_message(OMITTED_MESSAGES.format(count=omitted)))
+        return "[" + ",".join(reversed(flat)) + "]"
 
     def _shrunk(self, entry: _Entry, index: int, budget: int) -> str:
         """The newest message, too big on its own: its leaves shortened, or a marker part."""
@@ -331,25 +411,24 @@ class ContentRenderer:
         return dumps_tree(fitted)
 
     def _entry(self, message: Any) -> _Entry:
-        blocks = getattr(message, "blocks", None)
-        entry = self._messages.get(id(message))
-        if entry is not None and entry.same(message, blocks):
-            return entry
-        key = self._reader.fingerprint(message)
-        if key is not None:
-            entry = self._copies.get(key)
-            if entry is not None and entry.copy_of(message):
-                entry.adopt(message)  # this copy is the one the next call's copy is compared with
-                self._messages[id(message)] = entry
-                return entry
-        entry = self._render_message(message, blocks)
-        self._messages[id(message)] = entry
-        if key is not None:
-            self._copies[key] = entry
+        """``message`` rendered: found by its spec (a message that moved in the history), else
+        rendered now."""
+        reader = self._reader
+        spec = reader.spec(message)
+        if spec is not None:
+            try:
+                found = self._by_spec.get(spec)
+            except TypeError:  # an unhashable spec (a reader's odd value): not kept
+                found, spec = None, None
+            if found is not None and reader.unchanged([message], [found.spec]) == 1:
+                return found
+        entry = self._render_message(message, spec)
+        if spec is not None:
+            self._by_spec[spec] = entry
         return entry
 
-    def _render_message(self, message: Any, blocks: Sequence[Any] | None) -> _Entry:
-        entry = _Entry(message, tuple(blocks or ()))
+    def _render_message(self, message: Any, spec: Any) -> _Entry:
+        entry = _Entry(spec)
         reader = self._reader
         groups = reader.groups(message)
         failure: BaseException | None = None
@@ -361,25 +440,25 @@ class ContentRenderer:
             entry.items.append(text)
             entry.roles.append(role)
             entry.trees.append(tree if keep_tree_over is not None and len(text) > keep_tree_over else None)
+            entry.size += len(text) + 1
             failure = failure or walk.failure
+        entry.text = ",".join(entry.items)
         _report(failure, "a message")
         return entry
 
     def system_instructions(self, system: list[Any]) -> str:
         """System messages -> ``gen_ai.system_instructions`` (rendered once while they stay the same)."""
         cached = self._system
-        if cached is not None and len(cached[0]) == len(system):
-            pairs = zip(cached[0], system, strict=True)
-            if all(c is m and _same_items(blocks, getattr(m, "blocks", None)) for (c, blocks), m in pairs):
-                return cached[1]
-        walk = Walk(self._scrub, self._budget, self._leaves)
         reader = self._reader
+        if cached is not None and len(cached[0]) == len(system) and reader.unchanged(system, cached[0]) == len(system):
+            return cached[1]  # the same messages, or copies of them (flowra 0.0.86+ copies them per request)
+        walk = Walk(self._scrub, self._budget, self._leaves)
         parts = [_part(walk, reader.part(b)) for m in system for b in getattr(m, "blocks", None) or ()]
         text = dumps_fitted(
             parts, self._budget, prune_from=_NEVER, otherwise=lambda: [{"type": "text", "content": OVER_BUDGET}]
         )
         _report(walk.failure, "the system instructions")
-        self._system = ([(m, tuple(getattr(m, "blocks", None) or ())) for m in system], text)
+        self._system = ([reader.spec(m) for m in system], text)
         return text
 
     def tool_definitions(self, tools: Sequence[Any] | None) -> str | None:

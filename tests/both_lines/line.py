@@ -35,6 +35,8 @@ type ToolCall = tuple[str, str, dict[str, Any]]
 """``(call_id, tool_name, arguments)``."""
 type ToolHook = Callable[[Any], None]
 """An app's ``BeforeToolCallEvent`` handler (it gets the ``Event``)."""
+type HistoryEdit = Callable[[list[Any], int], None]
+"""An app's hook on the messages the model is about to get (edited in place), and the call's index."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -161,6 +163,14 @@ class Scenarios(Protocol):
         self, provider: LLMProvider, otel: OtelHooks | None, *, model: str, after_install: Callable[[], None] = ...
     ) -> str | None:
         """``weather_run`` on a real provider: ``otel`` (if any) on the hooks, then ``after_install``."""
+        ...
+
+    async def history_edit_run(self, otel: OtelHooks, cities: Sequence[str], edit: HistoryEdit) -> list[list[Any]]:
+        """The agent ``assistant`` with ``get_weather``: the model asks for each city's weather, one
+        call at a time, then answers; right before every model call the app's hook hands the
+        conversation the model is about to get to ``edit`` (in place: 0.0.3 - 0.0.8 a
+        ``BeforeLLMCallEvent`` handler, 0.0.86+ an ``LLMCallSpan`` handler subscribed after the
+        plugin, which flowra runs first). Returns a deep copy of the conversation each call got."""
         ...
 
 

@@ -4,6 +4,7 @@ the protocol is ``tests.both_lines.line.Scenarios``)."""
 
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -11,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from flowra.agent import Event, HookRegistry
-from flowra.lib.tool_loop import AfterToolCallEvent, BeforeToolCallEvent, ToolLoopStatus
-from flowra.llm import LLMProvider, ToolResultBlock, Usage
+from flowra.lib.tool_loop import AfterToolCallEvent, BeforeLLMCallEvent, BeforeToolCallEvent, ToolLoopStatus
+from flowra.llm import LLMProvider, LLMRequest, SystemMessage, ToolResultBlock, Usage
 from flowra.tools import LocalTool, ToolDefinition, ToolExecutionContext, ToolResult
 from openai import AsyncOpenAI
 
@@ -20,7 +21,7 @@ from flowra_otel import OtelHooks
 from flowra_otel.adapters.hook_registry.messages import MESSAGES as _MESSAGES
 from flowra_otel.core.content import MessageReader
 from flowra_otel.redaction import map_result_text
-from tests.both_lines.line import ToolRun
+from tests.both_lines.line import HistoryEdit, ToolRun
 from tests.hook_registry import conftest as line_conftest
 from tests.hook_registry.conftest import hooks_with
 from tests.hook_registry.flowra_support import (
@@ -213,6 +214,31 @@ async def provider_weather_run(
         return final_text(
             await run_tool_loop(tool_loop_runtime(provider, tools, hooks, model=model), "Weather in Paris?")
         )
+
+
+async def history_edit_run(otel: OtelHooks, cities: Sequence[str], edit: HistoryEdit) -> list[list[Any]]:
+    seen: list[list[Any]] = []
+
+    def step(response: Any) -> Callable[[LLMRequest], Any]:
+        def answer_with(request: LLMRequest) -> Any:
+            seen.append(copy.deepcopy([m for m in request.messages if not isinstance(m, SystemMessage)]))
+            return response
+
+        return answer_with
+
+    calls = [tool_calls((f"c{i}", "get_weather", {"city": city})) for i, city in enumerate(cities)]
+    registry = hooks_with(otel)
+
+    def before_call(event: Event[BeforeLLMCallEvent]) -> None:
+        edit([m for m in event.data.request.messages if not isinstance(m, SystemMessage)], len(seen))
+
+    registry.on(BeforeLLMCallEvent, before_call)
+    async with tool_registry(get_weather) as tools:
+        script = ScriptedProvider([step(c) for c in [*calls, answer("Done.")]])
+        runtime = tool_loop_runtime(script, tools, registry, max_llm_calls=len(calls) + 2)
+        result = await run_tool_loop(runtime, "Weather, city by city?")
+    assert result.status == ToolLoopStatus.COMPLETED
+    return seen
 
 
 async def _run_with(

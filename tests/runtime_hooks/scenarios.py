@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import random
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flowra.agent import AgentRuntime, Event
+from flowra.lib.observability import LLMCallSpan
 from flowra.lib.turn import TurnAgent, TurnConfig, TurnResult
 from flowra.lib.turn.hook_events import AfterToolCallEvent, BeforeToolCallEvent
 from flowra.llm import (
@@ -34,7 +36,7 @@ from flowra_otel import OtelHooks
 from flowra_otel.adapters.runtime_hooks.messages import MESSAGES as _MESSAGES
 from flowra_otel.core.content import MessageReader
 from flowra_otel.redaction import map_result_text
-from tests.both_lines.line import ToolRun
+from tests.both_lines.line import HistoryEdit, ToolRun
 from tests.runtime_hooks import conftest as line_conftest
 from tests.runtime_hooks import support
 from tests.runtime_hooks.support import (
@@ -272,6 +274,30 @@ async def provider_weather_run(
         otel.install(runtime)
     after_install()
     return (await run_chat(runtime, "Weather in Paris?")).response
+
+
+async def history_edit_run(otel: OtelHooks, cities: Sequence[str], edit: HistoryEdit) -> list[list[Any]]:
+    seen: list[list[Any]] = []
+
+    def step(response: Script) -> Callable[[LLMRequest], Any]:
+        def answer_with(request: LLMRequest) -> Any:
+            seen.append(copy.deepcopy(list(request.messages)))
+            return response
+
+        return answer_with
+
+    calls = [tool_calls((f"c{i}", "get_weather", {"city": city})) for i, city in enumerate(cities)]
+    runtime = chat_runtime(
+        ScriptedProvider(*[step(c) for c in [*calls, answer("Done.")]]), get_weather, max_llm_calls=len(calls) + 2
+    )
+    otel.install(runtime)
+
+    def before_call(event: Event[LLMCallSpan]) -> None:
+        edit(event.data.request.messages, len(seen))
+
+    runtime.hooks.on_span(LLMCallSpan, before_call)  # after the plugin's: flowra runs it first
+    await run_chat(runtime, "Weather, city by city?")
+    return seen
 
 
 def _text(result: TurnResult) -> str | None:

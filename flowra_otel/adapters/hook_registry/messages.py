@@ -20,6 +20,7 @@ from flowra.llm import (
 )
 
 from ...core.content import Part
+from ...core.leaf_spec import Leaves
 
 
 class HookRegistryMessages:
@@ -76,9 +77,29 @@ class HookRegistryMessages:
         return getattr(result, "content", "")
 
     @staticmethod
-    def fingerprint(message: Any) -> None:
-        """None: this line hands the same message objects to every call (the id is the key)."""
-        return
+    def spec(message: Any) -> Any:
+        """What the renderer reads of ``message`` (``leaf_spec``), or None: this line hands the
+        same message objects to every call, and a hook may have edited one in place since."""
+        return LEAVES.spec(message)
+
+    @staticmethod
+    def unchanged(messages: list[Any], specs: list[Any]) -> int:
+        """How many of ``messages``, from the first, still are what ``specs`` were taken of."""
+        return LEAVES.unchanged(messages, specs)
+
+
+LEAVES: Final = Leaves(
+    (UserMessage, AssistantMessage),
+    {
+        TextBlock: ("text",),
+        ThinkingBlock: ("text",),
+        ToolUseBlock: ("id", "name", "input"),
+        ToolResultBlock: ("tool_use_id", "content"),
+        ImageBlock: ("data", "media_type"),
+    },
+)
+"""What the renderer reads of each block (``part``); the role of a user or assistant message
+comes from its type."""
 
 
 MESSAGES: Final = HookRegistryMessages()

@@ -3,12 +3,11 @@
 On this line the system prompt is ``LLMRequest.system`` (beside ``messages``), a tool result's
 ``content`` is a list of ``TextBlock`` / ``MediaBlock`` (0.0.86; text before), media of any kind is a
 ``MediaBlock``, and every request carries deep copies of the conversation (``LLMCaller`` copies
-it per attempt): ``fingerprint`` lets the renderer's per-message cache recognise a copy.
+it per attempt): ``spec`` / ``matches`` let the renderer recognise an unchanged copy cheaply.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
 from typing import Any, Final
 
 from flowra.llm import (
@@ -23,6 +22,7 @@ from flowra.llm import (
 
 from ...core.bounded_json import Blob, TextBlob, textual_media
 from ...core.content import Part, blob_modality
+from ...core.leaf_spec import ATOMS, BLOCKS, Leaves
 
 
 class RuntimeHooksMessages:
@@ -101,23 +101,112 @@ class RuntimeHooksMessages:
         return parts
 
     @staticmethod
-    def fingerprint(message: Any) -> Hashable | None:
-        """The same for a message and its deep copies: ``copy.deepcopy`` keeps str objects, so the
-        ids of each block's text and ids survive it (the renderer confirms a hit by equality)."""
+    def spec(message: Any) -> Any:
+        """What the renderer reads of ``message`` (``leaf_spec``), or None when it holds anything
+        a spec cannot describe (it is then rendered on every call). The usual messages of a tool
+        loop (one text, one call with plain arguments, one text result) get a flat spec of their
+        own, checked in a few steps; any other, ``LEAVES``'s block by block. flowra deep-copies the
+        conversation into every request: a copy keeps the leaves, so it is ``unchanged`` against
+        the spec taken of the message it copies, unless something changed it."""
+        kind = type(message)
         blocks = getattr(message, "blocks", None)
-        if not blocks:
+        if (kind is UserMessage or kind is AssistantMessage) and type(blocks) is list and len(blocks) == 1:
+            flat = _flat_spec(kind, blocks[0])
+            if flat is not None:
+                return flat
+        return LEAVES.spec(message)
+
+    @staticmethod
+    def unchanged(messages: list[Any], specs: list[Any]) -> int:
+        """How many of ``messages``, from the first, still are what ``specs`` (by position) were
+        taken of: copies of them, untouched (every leaf the same object). One call for the whole
+        history, its loops inline: this runs over every message of every LLM request."""
+        count = 0
+        for message, spec in zip(messages, specs, strict=False):  # the messages may be more
+            if spec is None or type(message) is not spec[1]:
+                return count
+            shape = spec[0]
+            if shape is BLOCKS:  # a spec of ``LEAVES``
+                if not LEAVES.same(message, spec):
+                    return count
+                count += 1
+                continue
+            blocks = message.blocks  # a flat spec: one block
+            if len(blocks) != 1:
+                return count
+            block = blocks[0]
+            if shape is _TEXT:
+                if type(block) is not TextBlock or block.text is not spec[2]:
+                    return count
+            elif shape is _RESULT:
+                if type(block) is not ToolResultBlock or block.tool_use_id is not spec[2]:
+                    return count
+                content = block.content
+                if type(content) is not list or len(content) != 1:
+                    return count
+                part = content[0]
+                if type(part) is not TextBlock or part.text is not spec[3]:
+                    return count
+            else:  # _CALL
+                if type(block) is not ToolUseBlock or block.id is not spec[2] or block.name is not spec[3]:
+                    return count
+                arguments = block.input
+                keys = spec[4]
+                if type(arguments) is not dict or len(arguments) != len(keys):
+                    return count
+                values = spec[5]
+                j = 0  # an index, not zip(): it costs half as much on this hot path
+                for key in arguments:
+                    if key is not keys[j] or arguments[key] is not values[j]:
+                        return count
+                    j += 1  # noqa: SIM113
+            count += 1
+        return count
+
+
+LEAVES: Final = Leaves(
+    (UserMessage, AssistantMessage),
+    {
+        TextBlock: ("text",),
+        ThinkingBlock: ("text",),
+        ToolUseBlock: ("id", "name", "input"),
+        ToolResultBlock: ("tool_use_id", "content"),
+        MediaBlock: ("data", "media_type"),
+    },
+)
+"""What the renderer reads of each block (``part``, ``result_value``); the role of a user or
+assistant message comes from its type."""
+
+_TEXT: Final = "text"
+_RESULT: Final = "result"
+_CALL: Final = "call"
+"""The flat shapes of a one-block message's spec: a text, a text result, a call whose arguments
+are a dict of plain leaves."""
+
+
+def _flat_spec(kind: type, block: Any) -> tuple[Any, ...] | None:
+    t = type(block)
+    if t is TextBlock:
+        text = block.text
+        return (_TEXT, kind, text) if type(text) is str else None
+    if t is ToolResultBlock:
+        content = block.content
+        if type(block.tool_use_id) is not str or type(content) is not list or len(content) != 1:
             return None
-        return (type(message), tuple(map(_leaf_id, blocks)))
-
-
-def _leaf_id(block: Any) -> int:
-    if isinstance(block, ToolResultBlock):  # its ``text`` is a property: a new str on every read
-        return id(block.tool_use_id)
-    if isinstance(block, MediaBlock):
-        return id(block.data)
-    if isinstance(block, ToolUseBlock):
-        return id(block.id)
-    return id(getattr(block, "text", None))
+        part = content[0]
+        if type(part) is not TextBlock or type(part.text) is not str:
+            return None
+        return (_RESULT, kind, block.tool_use_id, part.text)
+    if t is ToolUseBlock:
+        arguments = block.input
+        if type(block.id) is not str or type(block.name) is not str or type(arguments) is not dict:
+            return None
+        keys = tuple(arguments)
+        values = tuple(arguments.values())
+        if not all(type(v) in ATOMS for v in (*keys, *values)):
+            return None
+        return (_CALL, kind, block.id, block.name, keys, values)
+    return None
 
 
 MESSAGES: Final = RuntimeHooksMessages()

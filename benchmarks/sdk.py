@@ -1,9 +1,17 @@
-"""The metric side of the in-situ floor, shared by both flowra lines (``floor.py``, ``modern_floor.py``).
+"""The SDK set-up every traced variant shares, and the taps that record what telemetry makes.
 
-A meter provider that wraps a real SDK ``MeterProvider`` (with an ``InMemoryMetricReader``) and
-notes every ``record``/``add``/``set`` made on its instruments into a timeline, then makes it for
-real; and ``create_instrument``, which makes the same instrument again for a replay. No flowra
-import: both lines' floors use it.
+* ``RecordingSdk``: a recording ``TracerProvider`` with a ``BatchSpanProcessor`` into an exporter
+  that drops spans (the whole span pipeline runs, the network is left out), and a
+  ``MeterProvider`` whose ``InMemoryMetricReader`` makes every measurement really aggregated (a
+  provider without readers would skip that work). The plugin, ``flowra.ext.otel`` and the floor
+  get the very same set-up.
+* ``SpanTap`` / ``TapMeterProvider``: a span processor and a meter provider (wrapping a real SDK
+  one) that note, in one ``Timeline``, every span start and end and every measurement (with the
+  span current when it was made, which decides its exemplar); ``create_instrument`` makes an
+  instrument again for a replay. ``data_points`` reads what a reader aggregated, to compare two
+  runs' output.
+
+No flowra import: both lines' benchmarks use it.
 """
 
 from __future__ import annotations
@@ -15,9 +23,57 @@ from typing import Any
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
 from opentelemetry.metrics import CallbackT, Counter, Histogram, Meter, UpDownCounter, _Gauge
+from opentelemetry.sdk import metrics as sdk_metrics
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.metrics.export import (
+    AggregationTemporality,
+    HistogramDataPoint,
+    InMemoryMetricReader,
+    NumberDataPoint,
+)
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.util.types import Attributes
+
+
+class DropSpanExporter(SpanExporter):
+    """Exports nowhere: the SDK's whole span pipeline runs, the network is left out. Counts spans."""
+
+    def __init__(self) -> None:
+        self.exported = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.exported += len(spans)
+        return SpanExportResult.SUCCESS
+
+
+@dataclasses.dataclass
+class RecordingSdk:
+    """Every traced variant's set-up (see the module's docstring)."""
+
+    tracer_provider: TracerProvider
+    meter_provider: MeterProvider
+    exporter: DropSpanExporter
+    metric_reader: InMemoryMetricReader
+
+    @classmethod
+    def create(cls) -> RecordingSdk:
+        exporter = DropSpanExporter()
+        tracer_provider = TracerProvider()
+        tracer_provider.add_span_processor(BatchSpanProcessor(exporter))
+        reader = InMemoryMetricReader()
+        return cls(tracer_provider, MeterProvider(metric_readers=[reader]), exporter, reader)
+
+    def exported_spans(self) -> int:
+        self.tracer_provider.force_flush()
+        return self.exporter.exported
+
+    def flush(self) -> None:
+        self.tracer_provider.force_flush()
+
+    def shutdown(self) -> None:
+        self.tracer_provider.shutdown()
+        self.meter_provider.shutdown()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,16 +91,35 @@ class RecordSpec:
     value: float
     attributes: dict[str, Any]
     current: int | None = None
-    """The span current when it was recorded (its index in the run; ``modern_floor`` only): the
-    SDK's default exemplar filter keeps an exemplar of a record made while a sampled span is
-    current, so the floor makes the record in that span's context too."""
+    """The span current when it was recorded (its index in the run): the SDK's default exemplar
+    filter keeps an exemplar of a record made while a sampled span is current, so the floor makes
+    the record in that span's context too."""
 
 
 class Timeline:
-    """One ordered log of events, span starts and ends, and metric records."""
+    """One ordered log of hook points, span starts and ends, and metric records."""
 
     def __init__(self) -> None:
         self.entries: list[tuple[str, Any]] = []
+
+
+class SpanTap(SpanProcessor):
+    """Notes each span's start (with the attributes it was started with) and end in the timeline."""
+
+    def __init__(self, timeline: Timeline) -> None:
+        self.timeline = timeline
+        self.start_attributes: dict[int, dict[str, Any]] = {}
+        self.ended: dict[int, ReadableSpan] = {}
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        span_id = span.get_span_context().span_id
+        self.start_attributes[span_id] = dict(span.attributes or {})
+        self.timeline.entries.append(("start", span_id))
+
+    def on_end(self, span: ReadableSpan) -> None:
+        span_id = span.context.span_id if span.context is not None else 0
+        self.ended[span_id] = span
+        self.timeline.entries.append(("end", span_id))
 
 
 class _Tapped:
@@ -138,7 +213,12 @@ class TapMeterProvider(metrics.MeterProvider):
     """A real SDK ``MeterProvider`` (with an ``InMemoryMetricReader``) whose instruments are tapped."""
 
     def __init__(self, timeline: Timeline) -> None:
-        self.reader = InMemoryMetricReader()
+        # Deltas: each collection gives what was measured since the last one (one run's points).
+        delta = AggregationTemporality.DELTA
+        temporality: dict[type, AggregationTemporality] = dict.fromkeys(
+            (sdk_metrics.Counter, sdk_metrics.UpDownCounter, sdk_metrics.Histogram), delta
+        )
+        self.reader = InMemoryMetricReader(preferred_temporality=temporality)
         self.inner = MeterProvider(metric_readers=[self.reader])
         self.timeline = timeline
         self.specs: list[InstrumentSpec] = []
@@ -164,3 +244,24 @@ def create_instrument(meter: Meter, spec: InstrumentSpec) -> Callable[..., None]
     if spec.kind == "gauge":
         return meter.create_gauge(spec.name, unit=spec.unit, description=spec.description).set
     raise ValueError(f"unknown instrument kind {spec.kind!r}")
+
+
+type PointKey = tuple[str, tuple[tuple[str, Any], ...]]
+
+
+def data_points(reader: InMemoryMetricReader) -> dict[PointKey, tuple[Any, ...]]:
+    """What ``reader`` aggregated since its last collection (a ``TapMeterProvider``'s reader reads
+    deltas), per instrument and attribute set: a histogram's count, sum, bucket counts and number
+    of exemplars; a sum's or gauge's value and number of exemplars."""
+    points: dict[PointKey, tuple[Any, ...]] = {}
+    data = reader.get_metrics_data()
+    for resource in data.resource_metrics if data is not None else ():
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                for point in metric.data.data_points:
+                    key = (metric.name, tuple(sorted((point.attributes or {}).items())))
+                    if isinstance(point, HistogramDataPoint):
+                        points[key] = (point.count, point.sum, tuple(point.bucket_counts), len(point.exemplars))
+                    elif isinstance(point, NumberDataPoint):
+                        points[key] = (point.value, len(point.exemplars))
+    return points
