@@ -74,6 +74,6 @@ def require_executable(env_var: str, what: str) -> str:
     if not on_home_release():
         reason += (
             f" (./dev test gives the backends to flowra {' and '.join(sorted(home_releases()))} only,"
-            " and the MCP server also to its MCP_RELEASES)"
+            " and the MCP servers also to the cells whose backends name them, noxfile.py)"
         )
     pytest.skip(reason)

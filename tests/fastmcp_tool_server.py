@@ -1,5 +1,5 @@
 """A real FastMCP 4.x tool server for the end-to-end MCP tests, run in its own process and venv
-(``.venv-fastmcp``, from requirements/fastmcp.lock: FastMCP, the OpenTelemetry distro, the OTLP/HTTP
+(the ``backend-fastmcp`` session's, from requirements/fastmcp.lock: FastMCP, the OpenTelemetry distro, the OTLP/HTTP
 exporter and the Starlette and httpx instrumentations), written as FastMCP's docs show:
 
     python tests/fastmcp_tool_server.py PORT stateless|handshake [HOST]                          # native
@@ -14,7 +14,7 @@ HTTP headers.
 """
 
 # mypy: disable-error-code="import-not-found,untyped-decorator"
-# (it runs in .venv-fastmcp; the project venv has neither fastmcp nor uvicorn)
+# (it runs in the backend-fastmcp venv; the project venv has neither fastmcp nor uvicorn)
 from __future__ import annotations
 
 import sys

@@ -1,6 +1,6 @@
 """The real MCP tool servers as processes for the end-to-end tests: the ``mcp`` SDK's
-(tests/mcp_tool_server.py, in ``.venv-mcp``, requirements/mcp.lock) and FastMCP's
-(tests/fastmcp_tool_server.py, in ``.venv-fastmcp``, requirements/fastmcp.lock, which also holds the
+(tests/mcp_tool_server.py, in the ``backend-mcp`` session's venv, requirements/mcp.lock) and FastMCP's
+(tests/fastmcp_tool_server.py, in the ``backend-fastmcp`` session's, requirements/fastmcp.lock, which also holds the
 OpenTelemetry distro and the Starlette instrumentation), each started on a free loopback port,
 plainly or under ``opentelemetry-instrument``, exporting its spans by OTLP/HTTP to the endpoint the
 test gives, stopped when the test is done.

@@ -1,6 +1,6 @@
 """What the test MCP servers (tests/mcp_tool_server.py: the ``mcp`` SDK's; tests/fastmcp_tool_server.py:
-FastMCP's) share. Runs in the servers' own venvs (``.venv-mcp``, ``.venv-fastmcp``), imported by its
-bare name from those scripts (their folder is on ``sys.path``), never by the suite.
+FastMCP's) share. Runs in the servers' own venvs (the ``backend-mcp`` and ``backend-fastmcp``
+sessions'), imported by its bare name from those scripts (their folder is on ``sys.path``), never by the suite.
 
 - ``server_tracing``: the server's tracer. Run plainly, the script gives its process an SDK tracer
   provider exporting OTLP/HTTP to ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` (one span at a time, so the

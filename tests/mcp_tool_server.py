@@ -1,5 +1,5 @@
 """A real MCP tool server for the end-to-end MCP tests, run in its own process and venv
-(``.venv-mcp``, from requirements/mcp.lock: the ``mcp`` SDK, which flowra-otel never imports).
+(the ``backend-mcp`` session's, from requirements/mcp.lock: the ``mcp`` SDK, which flowra-otel never imports).
 
     python tests/mcp_tool_server.py PORT stateless|handshake [HOST]
     opentelemetry-instrument python tests/mcp_tool_server.py PORT stateless|handshake [HOST]   # + ASGI spans
@@ -16,13 +16,13 @@ span ``tools/call <tool>`` for each call, parented on the W3C context the reques
 ``params._meta``; the ``forecast`` tool makes a span of its own under it, as a real tool's database
 or HTTP calls would, and records there what the request carried (tests/mcp_server_side.py). Spans go
 by OTLP/HTTP to ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` (the test's receiver): run plainly, one at a
-time, so the test need not wait for a timer; under ``opentelemetry-instrument`` (in ``.venv-fastmcp``,
-which has the same SDK and the Starlette instrumentation), through the distro's set-up, which adds
+time, so the test need not wait for a timer; under ``opentelemetry-instrument`` (in the ``backend-fastmcp``
+venv, which has the same SDK and the Starlette instrumentation), through the distro's set-up, which adds
 the ``POST /mcp`` SERVER span of the HTTP request.
 """
 
 # mypy: disable-error-code="import-not-found,untyped-decorator"
-# (it runs in .venv-mcp; the project venv has neither mcp nor uvicorn)
+# (it runs in the backend-mcp venv; the project venv has neither mcp nor uvicorn)
 from __future__ import annotations
 
 import asyncio

@@ -11,7 +11,7 @@ untraced. ``mcp.client.session.duration`` for handshake-era sessions. On the rel
 sends no ``_meta`` (0.0.56 - 0.0.78) the attributes and metrics are there and the server starts
 a trace of its own; those releases' client speaks only the handshake era up to 0.0.76.
 
-Needs ``FLOWRA_OTEL_MCP_PYTHON`` (the python of ``.venv-mcp``, built by ``./dev test`` from
+Needs ``FLOWRA_OTEL_MCP_PYTHON`` (the python of the ``backend-mcp`` venv, built by ``./dev test`` from
 requirements/mcp.lock); skipped without it on a developer machine, failed in CI on a home release.
 """
 

@@ -15,8 +15,8 @@ CLIENT span is that header's span and the server's HTTP parent. With propagation
 off the allow-list (one decision for ``_meta`` and headers), or a flowra whose client sends no
 context (0.0.56 - 0.0.78), the server keeps a trace of its own.
 
-Needs ``FLOWRA_OTEL_FASTMCP_PYTHON`` (``.venv-fastmcp``, requirements/fastmcp.lock, built by ``./dev
-test``; it also runs the SDK's server, whose mcp release it shares); skipped without it on a
+Needs ``FLOWRA_OTEL_FASTMCP_PYTHON`` (the ``backend-fastmcp`` venv, requirements/fastmcp.lock, built by
+``./dev test``; it also runs the SDK's server, whose mcp release it shares); skipped without it on a
 developer machine, failed in CI.
 """
 
