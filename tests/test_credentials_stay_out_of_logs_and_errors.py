@@ -282,6 +282,24 @@ def test_audit_phoenix_shows_no_credential(said: Said, capsys: pytest.CaptureFix
     assert said.mentions("user info and query and fragment") and said.mentions("cannot reach Phoenix")
 
 
+def test_a_url_without_a_valid_scheme_shows_no_credential(said: Said, capsys: pytest.CaptureFixture[str]) -> None:
+    """A URL whose scheme is missing (``//user@host``) or not a scheme (``1x://``): the refusals
+    that name it show its host, never its user info, query or fragment."""
+    secret = f"{C['user']}:{C['password']}@host/p?k={C['query key']}#{C['fragment']}"
+    for url in (f"//{secret}", f"1x://{secret}", f"_grpc://{secret}"):
+        # (content_upload takes "//..." as a local path, which is no URL to refuse)
+        refusing = [{"mcp_servers": [url]}] + ([{"content_upload": url}] if "://" in url else [])
+        for options in refusing:
+            with pytest.raises(ValueError) as refused:
+                OtelHooks(tracer_provider=TracerProvider(), **options)
+            said.lines.append(str(refused.value))
+        assert main(["audit", "--phoenix", url, "--project", "default"]) == 2
+        captured = capsys.readouterr()
+        said.lines += [captured.out, captured.err]
+    assert said.leaks() == []
+    assert said.mentions("host")
+
+
 # ------------------------------------------------------------------------------- paired negatives
 def _as_before(monkeypatch: pytest.MonkeyPatch) -> None:
     """The lines as they were: the endpoint check showing the value with the password masked

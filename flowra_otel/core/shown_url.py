@@ -21,6 +21,8 @@ from typing import Final
 __all__ = ["hidden_parts", "shown_headers", "shown_url"]
 
 _SCHEME: Final = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):(//)?")
+_LOOSE_AUTHORITY: Final = re.compile(r"[^/?#]*:?//")
+"""An authority without a valid scheme before it: ``//user@host``, ``1x://``, ``_grpc://``."""
 _AUTHORITY_END: Final = re.compile(r"[/?#]")
 _PATH_END: Final = re.compile(r"[?#]")
 
@@ -32,6 +34,8 @@ def _split(raw: str) -> tuple[str, str, str, str, str]:
     match = _SCHEME.match(raw)
     if match is not None and match.group(2):  # "scheme://": an authority follows
         scheme, rest = raw[: match.end()], raw[match.end() :]
+    elif (loose := _LOOSE_AUTHORITY.match(raw)) is not None:  # no valid scheme, but an authority
+        scheme, rest = raw[: loose.end()], raw[loose.end() :]
     end = _AUTHORITY_END.search(rest)
     authority, tail = (rest[: end.start()], rest[end.start() :]) if end else (rest, "")
     userinfo, _, hostport = authority.rpartition("@")
