@@ -287,7 +287,7 @@ def uv() -> str:
         return shutil.which("uv") or "uv"
 
 
-def requirements(folder: Path, flowra: str, *, editable: bool = True) -> Path:
+def requirements(folder: Path, flowra: str) -> Path:
     """The lock with flowra pinned to ``flowra`` (its requirements are the same across the supported
     releases, and all in the lock) and this package editable: what ``uv pip sync`` makes exact."""
     lines = [
@@ -295,8 +295,7 @@ def requirements(folder: Path, flowra: str, *, editable: bool = True) -> Path:
         for line in LOCK.read_text(encoding="utf-8").splitlines()
         if line.strip() and not line.lstrip().startswith("#")
     ]
-    if editable:
-        lines.append(f"-e {ROOT}")
+    lines.append(f"-e {ROOT}")
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"requirements-flowra-{flowra}.txt"
     path.write_text("\n".join([*lines, ""]), encoding="utf-8")
@@ -484,7 +483,9 @@ def backend_go(session: nox.Session) -> None:
 )
 def backends(session: nox.Session) -> None:
     """Every real backend (Python venvs, Collector, Jaeger); prints the variables the tests read."""
-    env = backend_env(session, Cell(LOCKED_FLOWRA, "3.13", "full", EVERY_BACKEND))
+    home = cell_of(LOCKED_FLOWRA)
+    assert home is not None  # the locked release is a cell of MATRIX
+    env = backend_env(session, home)
     for name, value in env.items():
         print(f"{name}={value}")  # noqa: T201
     if "FLOWRA_OTEL_BACKENDS_MISSING" in env or len(env) < len(EVERY_BACKEND):
@@ -716,7 +717,8 @@ def dev(session: nox.Session) -> None:
 @nox.session(venv_backend="none", default=False, allow_parallel=False)
 def demo(session: nox.Session) -> None:
     """examples/quickstart.py in .venv: a real flowra agent run, its trace printed as a tree (``./dev demo``)."""
-    python = ensure_plain_venv(session, plain_venv(LOCKED_FLOWRA), "3.13", LOCKED_FLOWRA)
+    home = cell_of(LOCKED_FLOWRA)
+    python = ensure_plain_venv(session, plain_venv(LOCKED_FLOWRA), home.python if home else "3.13", LOCKED_FLOWRA)
     session.run(str(python), "examples/quickstart.py", *session.posargs, external=True)
 
 

@@ -154,7 +154,7 @@ SHAPES: Final[dict[str, Callable[[], Workload]]] = {
 """The 0.0.93 shapes ``./dev bench-093`` counts, in order."""
 
 PER_CALL: Final = (4, 64)
-"""The two tool-loop lengths whose per-call overhead is compared (``--per-call``)."""
+"""The two tool-loop lengths whose per-call overhead is compared (the ``per_call`` shape: ``--shapes per_call``)."""
 
 
 def named(name: str) -> Workload:

@@ -7,7 +7,8 @@ developer machine without them a backend test is skipped, saying why; on a home 
 (``CI`` set, as CI services do), with ``FLOWRA_OTEL_REQUIRE_BACKENDS=1``, or when ``./dev``
 reported a backend it could not build (``FLOWRA_OTEL_BACKENDS_MISSING``) it FAILS: a backend that
 silently went missing must never turn the end-to-end suite into a row of skips. The other
-releases' runs never get the backends, so there the tests skip, saying so.
+releases' runs never get the backends (0.0.75 and 0.0.79 get the MCP servers only), so there the
+tests skip, saying so.
 """
 
 from __future__ import annotations
@@ -23,14 +24,15 @@ from flowra_otel.adapters import flowra_version
 
 REQUIRE_ENV: Final = "FLOWRA_OTEL_REQUIRE_BACKENDS"
 MISSING_ENV: Final = "FLOWRA_OTEL_BACKENDS_MISSING"
-"""Set by ``./dev test`` to the backends it could not build."""
+"""Set by noxfile.py's ``backend_env`` under ``./dev test`` to the backends that were not built."""
 _FALSE: Final = frozenset({"", "0", "false", "no", "off"})
 _LOCK: Final = Path(__file__).resolve().parent.parent / "requirements" / "dev.lock"
 OLD_LINE_HOME: Final = "0.0.8"
 
 
 def home_releases() -> frozenset[str]:
-    """The flowra releases whose test runs ``./dev test`` gives the backends (its ``home_env``)."""
+    """The flowra releases whose test runs ``./dev test`` gives the backends (noxfile.py's
+    ``LOCKED_FLOWRA`` and ``OLD_LINE_HOME``)."""
     try:
         match = re.search(r"^flowra==(\S+)$", _LOCK.read_text(encoding="utf-8"), re.MULTILINE)
     except OSError:

@@ -6,7 +6,8 @@ fragment, a header: each of them was printed by a line that meant to show only w
 So every log line, error message, span attribute or file the package writes that names a URL
 goes through `shown_url`, which keeps the parts that say *where* (``scheme://host:port/path``)
 and drops user info, query and fragment, whatever the URL looks like (no scheme, a gRPC
-``host:port``, a value that does not parse). Headers are shown by name only (`shown_headers`).
+``host:port``, a value that does not parse). Header values are never shown (`log_credentials`
+masks them in the exporters' own lines).
 
 `hidden_parts` says what was dropped, so a message can say that the real value has more than it
 shows (a fix written from a shown URL must keep the user's query, say).
@@ -15,10 +16,9 @@ shows (a fix written from a shown URL must keep the user's query, say).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from typing import Final
 
-__all__ = ["hidden_parts", "shown_headers", "shown_url"]
+__all__ = ["hidden_parts", "shown_url"]
 
 _SCHEME: Final = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):(//)?")
 _LOOSE_AUTHORITY: Final = re.compile(r"[^/?#]*:?//")
@@ -67,8 +67,3 @@ def hidden_parts(raw: object) -> tuple[str, ...]:
     if hash_ and fragment:
         hidden.append("fragment")
     return tuple(hidden)
-
-
-def shown_headers(names: Iterable[object]) -> str:
-    """Header names as a message shows them (values never: ``Authorization``, ``api-key``...)."""
-    return ", ".join(sorted({str(name).strip().lower() for name in names if str(name).strip()})) or "none"
