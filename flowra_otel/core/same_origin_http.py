@@ -36,6 +36,7 @@ from http.client import HTTPMessage
 from typing import IO, Any, Final
 from urllib.parse import urlsplit
 
+from .server_allow_list import DEFAULT_PORTS
 from .shown_url import shown_url
 
 __all__ = ["KEPT_ACROSS_ORIGINS", "RefusedRedirectError", "open_url", "origin", "otlp_http_session"]
@@ -44,7 +45,6 @@ KEPT_ACROSS_ORIGINS: Final = frozenset(
     {"accept", "accept-encoding", "accept-language", "user-agent", "content-type", "content-encoding", "content-length"}
 )
 """What a request may carry to another origin: what it asks for and how its body is encoded."""
-_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 
 
 class RefusedRedirectError(urllib.error.URLError):
@@ -57,7 +57,7 @@ def origin(url: str) -> tuple[str, str, int | None]:
     try:
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
-        return scheme, (parts.hostname or "").rstrip(".").lower(), parts.port or _DEFAULT_PORTS.get(scheme)
+        return scheme, (parts.hostname or "").rstrip(".").lower(), parts.port or DEFAULT_PORTS.get(scheme)
     except ValueError:
         return "", url, None
 

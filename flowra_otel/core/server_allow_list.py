@@ -52,9 +52,11 @@ from urllib.parse import urlsplit
 
 from .shown_url import shown_url
 
-__all__ = ["ServerEntry", "allowed", "parse_entries", "parse_entry"]
+__all__ = ["DEFAULT_PORTS", "ServerEntry", "allowed", "parse_entries", "parse_entry"]
 
 DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+"""The port of a URL that names none, per scheme: the one table `same_origin_http` and
+`mcp_invocation` read too."""
 _SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 _FORBIDDEN: Final = re.compile(r"[\x00-\x20\x7f\\]")
 """Anywhere in a URL: whitespace, control characters, a backslash (some parsers read it as ``/``)."""
