@@ -606,12 +606,6 @@ def test_a_cut_compares_by_what_it_keeps_and_its_total() -> None:
     assert repr(Cut("abc", 10)) == "Cut(3 of 10)"
 
 
-def test_utf8_safe_replaces_lone_surrogates_only() -> None:
-    assert bj.utf8_safe("a\ud800b\udfffc") == "a\ufffdb\ufffdc"
-    plain = "é😀"
-    assert bj.utf8_safe(plain) is plain
-
-
 # ------------------------------------------------------------------------------------ fit
 def test_a_tree_that_fits_is_returned_as_it_is() -> None:
     value = {"a": "short"}

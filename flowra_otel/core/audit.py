@@ -68,6 +68,7 @@ from typing import Any, Final, Literal, TextIO
 
 from . import redaction, semconv
 from .content import BUILTIN_SECRET_PATTERNS
+from .safety import utf8_safe
 from .same_origin_http import open_url
 from .secret_scan import scan_text
 from .shown_url import hidden_parts, shown_url
@@ -1156,15 +1157,6 @@ def _read_secrets(path: str) -> list[str]:
     return [line for line in lines if line and not line.startswith("#")]
 
 
-def _is_text(value: str) -> bool:
-    """False for a string holding lone surrogates (bytes ``surrogateescape`` could not decode)."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     """The ``audit`` subcommand; returns the exit status."""
     out = stdout if stdout is not None else sys.stdout
@@ -1173,7 +1165,7 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
         secrets = list(args.secret)
         if any(not s for s in secrets):
             raise AuditInputError("--secret must not be empty")
-        if any(not s.isascii() and not _is_text(s) for s in secrets):
+        if any(utf8_safe(s) != s for s in secrets):  # lone surrogates: bytes the locale could not decode
             raise AuditInputError("--secret holds bytes that are not valid UTF-8 (the locale could not decode them)")
         if args.secrets_file:
             secrets.extend(_read_secrets(args.secrets_file))
