@@ -31,7 +31,7 @@ from typing import Final, Literal
 
 from .shown_url import hidden_parts, shown_url
 
-__all__ = ["endpoint_problems"]
+__all__ = ["ENDPOINT_VARIABLES", "endpoint_problems"]
 
 Signal = Literal["traces", "metrics", "logs"]
 Protocol = Literal["grpc", "http/protobuf"]
@@ -45,6 +45,11 @@ _SIGNALS: Final[tuple[Signal, ...]] = ("traces", "metrics", "logs")
 
 def _signal_variable(signal: Signal) -> str:
     return f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT"
+
+
+ENDPOINT_VARIABLES: Final = (BASE, *(_signal_variable(signal) for signal in _SIGNALS))
+"""Every variable an OTLP exporter reads its endpoint from: the base one, then one per signal
+(`log_credentials` notes the credentials of the same list)."""
 
 
 def _protocol_variable(signal: Signal, environ: Mapping[str, str]) -> str:

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 from urllib.parse import unquote, unquote_plus
 
+from .endpoint_check import ENDPOINT_VARIABLES
 from .shown_url import shown_url
 
 __all__ = [
@@ -43,9 +44,8 @@ __all__ = [
 
 MIN_LENGTH: Final = 4
 SHOWN: Final = "***"
-_SIGNALS: Final = ("", "TRACES_", "METRICS_", "LOGS_")
-ENDPOINT_VARIABLES: Final = tuple(f"OTEL_EXPORTER_OTLP_{signal}ENDPOINT" for signal in _SIGNALS)
-HEADER_VARIABLES: Final = tuple(f"OTEL_EXPORTER_OTLP_{signal}HEADERS" for signal in _SIGNALS)
+HEADER_VARIABLES: Final = tuple(f"{name.removesuffix('ENDPOINT')}HEADERS" for name in ENDPOINT_VARIABLES)
+"""``OTEL_EXPORTER_OTLP_HEADERS`` and one per signal, beside each endpoint variable."""
 LIBRARY_LOGGERS: Final = (
     "opentelemetry.util.re",  # a malformed header entry, logged whole
     "opentelemetry.exporter.otlp.proto.grpc.exporter",
