@@ -142,19 +142,21 @@ def note_environment(environ: Mapping[str, str] | None = None) -> None:
 def mask(text: str) -> str:
     """``text`` with every noted credential replaced by ``***``, and every URL in it that holds
     user info, a query or a fragment shown as ``shown_url`` shows it."""
-    for credential in _credentials:
-        if credential in text:
-            text = text.replace(credential, SHOWN)
-    if "://" in text:
-        text = _URL.sub(lambda match: shown_url(match.group(0)), text)
-    return text
+    return _masked(text, _credentials)
 
 
 def without_credentials(text: str, url: str) -> str:
     """``text`` (another library's message about ``url``) with ``url``'s user info, query and
     fragment replaced by ``***`` wherever it quotes them, and any URL in it shown by ``shown_url``."""
-    for credential in sorted(_url_credentials(url), key=len, reverse=True):
-        if len(credential) >= MIN_LENGTH and credential in text:
+    found = (credential for credential in _url_credentials(url) if len(credential) >= MIN_LENGTH)
+    return _masked(text, sorted(found, key=len, reverse=True))
+
+
+def _masked(text: str, credentials: Iterable[str]) -> str:
+    """What `mask` and `without_credentials` share: each of ``credentials`` (longest first, so a
+    whole user info goes before its password alone) replaced, then the URLs shown."""
+    for credential in credentials:
+        if credential in text:
             text = text.replace(credential, SHOWN)
     return _URL.sub(lambda match: shown_url(match.group(0)), text) if "://" in text else text
 
