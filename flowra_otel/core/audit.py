@@ -947,8 +947,15 @@ _MAX_PAGES: Final = 1000
 
 def _phoenix_base(url: str) -> str:
     """``--phoenix URL`` as the base of the API's addresses: http or https, no user info, query
-    or fragment (the key goes in ``PHOENIX_API_KEY``; a message shows the URL without them)."""
+    or fragment (the key goes in ``PHOENIX_API_KEY``; a message shows the URL without them).
+
+    Whitespace around it (a copy-paste's, a shell variable's newline) is dropped; whitespace or a
+    control character inside it is refused, never dropped: parsers disagree on it (``urlsplit``
+    deletes a tab or newline, so ``h<TAB>x.com`` would be ``hx.com`` to one and not to another)."""
+    url = url.strip(_ASCII_WHITESPACE)
     shown = shown_url(url)
+    if any(c.isspace() or not c.isprintable() for c in url):
+        raise AuditInputError(f"--phoenix {shown!r}: the URL holds whitespace or a control character")
     scheme = url.partition("://")[0].lower() if "://" in url else ""
     if scheme not in ("http", "https"):
         raise AuditInputError(f"--phoenix {shown!r}: give Phoenix's http:// or https:// URL")
@@ -958,7 +965,10 @@ def _phoenix_base(url: str) -> str:
             f"--phoenix {shown!r}: the URL holds {' and '.join(hidden)}; give the base URL alone "
             "(an API key goes in PHOENIX_API_KEY)"
         )
-    return url.strip().rstrip("/")
+    return url.rstrip("/")
+
+
+_ASCII_WHITESPACE: Final = " \t\n\r\f\v"
 
 
 def _get_json(address: str, headers: Mapping[str, str], timeout: float, at: str) -> Any:
