@@ -296,7 +296,7 @@ class Walk:
             if self.scrub is not None:
                 text = chunk.decode("utf-8", "replace")
                 if self.clean(text) != utf8_safe(text):  # the scrubber takes something out of it
-                    return self._string(text, len(text) if chunk is data else size)
+                    return self._string(text, len(text) if len(chunk) == size else size)  # read whole: its characters
             return self._string(base64.b64encode(chunk).decode("ascii"), total)
         return self._string(head, size)  # ``size`` bytes: at most that many characters
 
