@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -152,11 +153,27 @@ MATRIX = (
 SEED = ("--seed",)
 """The test venvs get pip (uv's venvs have none): tests build and install the wheel with it, as a user does."""
 ADAPTER_SUITE = ("tests/runtime_hooks", "tests/both_lines")
+
+
+def _adapter_lines() -> tuple[tuple[tuple[int, int, int], tuple[int, int, int], str], ...]:
+    """``flowra_otel.adapters.LINES``, loaded from its file alone (standard library only: nox's venv
+    has neither flowra nor OpenTelemetry), so the supported range is written once, in the package."""
+    spec = importlib.util.spec_from_file_location("_adapter_lines", ROOT / "flowra_otel" / "adapters" / "__init__.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    lines: tuple[tuple[tuple[int, int, int], tuple[int, int, int], str], ...] = module.LINES
+    return lines
+
+
 # The release sweep: tests/runtime_hooks/test_release_sweep.py (one traced run that checks every
 # guarantee, seconds) on every release of the modern line, and tests/test_refused_flowra_releases.py
 # on releases the package refuses; one environment gets each release in turn (uv pip install
-# --no-deps: their dependencies are the same and all in the lock).
-SWEEP = tuple(f"0.0.{n}" for n in range(47, 94))
+# --no-deps: their dependencies are the same and all in the lock). The range: the package's own
+# (flowra_otel.adapters.LINES), never written here.
+_MODERN_LOW, _MODERN_HIGH = next((low, high) for low, high, name in _adapter_lines() if name == "runtime_hooks")
+assert _MODERN_LOW[:2] == _MODERN_HIGH[:2], "the sweep counts patch releases of one minor"
+SWEEP = tuple(f"{_MODERN_LOW[0]}.{_MODERN_LOW[1]}.{n}" for n in range(_MODERN_LOW[2], _MODERN_HIGH[2] + 1))
 SWEEP_REFUSED = ("0.0.9", "0.0.30", "0.0.45", "0.0.46")
 SWEEP_PYTHON = "3.12"
 # The dependency bounds (tests/otel_bounds.py): the declared floors on the lowest Python the package

@@ -6,7 +6,9 @@ NUL after every character), so read as UTF-8 each secret is ``"s\\x00e\\x00..."`
 nothing, and the audit said ``result: clean`` with the secret in a span. The same file with a
 byte order mark, and the traces file (OTLP JSON, Jaeger JSON, a Phoenix export) in every one of
 these encodings, must give the report the UTF-8 file gives; bytes that are no such text are
-refused, for the secrets file and the traces file alike.
+refused, for the secrets file and the traces file alike. The ``--phoenix`` URL is read without
+the whitespace a copy-paste or a shell variable leaves around it, and refused with whitespace or a
+control character inside (never stripped there: parsers disagree on which host that names).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pytest
 from flowra_otel.__main__ import main
 from flowra_otel.core import audit as audit_module
 from flowra_otel.core.audit import EXIT_BAD_INPUT, EXIT_CLEAN, EXIT_LEAK
+from tests.http_origins import OriginServer
 
 SECRET = "Quartz-Ledger-4417"
 """No built-in pattern knows it: only the secrets file can find it."""
@@ -165,3 +168,33 @@ def test_a_secret_given_on_the_command_line_that_is_no_text_is_refused(
     code, out, err = run([str(traces), "--secret", "caf\udce9"], capsys)
     assert code == EXIT_BAD_INPUT and out == ""
     assert "--secret" in err and "not valid UTF-8" in err
+
+
+@pytest.mark.parametrize("pad", [(" ", ""), ("", " "), ("\t", "\n"), ("  ", "\r\n")], ids=repr)
+def test_a_phoenix_url_with_whitespace_around_it_is_read(
+    pad: tuple[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--phoenix " $PHOENIX_URL"``: the spans of the Phoenix the URL names, not a refusal."""
+    monkeypatch.delenv("PHOENIX_API_KEY", raising=False)
+    with OriginServer("127.0.0.1", lambda path: (200, None)) as phoenix:
+        url = f"{pad[0]}{phoenix.url}{pad[1]}"
+        code, out, err = run(["--phoenix", url, "--project", "default", "--no-builtin-patterns"], capsys)
+    assert (code, err) == (EXIT_CLEAN, ""), err
+    assert "1 span(s)" in out
+    assert [seen.path.split("?")[0] for seen in phoenix.seen] == ["/v1/projects/default/spans"]
+
+
+@pytest.mark.parametrize("inside", ["\t", "\n", " ", "\x00", "\u200b"], ids=repr)
+def test_a_phoenix_url_with_whitespace_inside_is_refused(
+    inside: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``http://127.0.0<TAB>.1:P``: urlsplit deletes the tab, urllib's own parsing keeps it; refused
+    before any request, whatever either would have contacted."""
+    monkeypatch.delenv("PHOENIX_API_KEY", raising=False)
+    with OriginServer("127.0.0.1", lambda path: (200, None)) as phoenix:
+        host, port = phoenix.url.removeprefix("http://").rstrip("/").rsplit(":", 1)
+        url = f"http://{host[:-2]}{inside}{host[-2:]}:{port}"
+        code, out, err = run(["--phoenix", url, "--project", "default", "--no-builtin-patterns"], capsys)
+    assert code == EXIT_BAD_INPUT and out == ""
+    assert "holds whitespace or a control character" in err, err
+    assert phoenix.seen == []

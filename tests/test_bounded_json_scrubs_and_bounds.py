@@ -384,6 +384,21 @@ def test_long_other_bytes_are_read_for_a_secret_only_as_far_as_their_base64_is_k
         assert encoded == Cut(b64(beyond[:9])[:10], 4 * ((len(beyond) + 2) // 3))  # base64 of its head
 
 
+def test_text_media_that_is_not_utf8_is_recorded_as_the_same_bytes_would_be() -> None:
+    """A ``TextBlob`` whose bytes do not decode is other bytes after all: the same leaf as those
+    bytes given plainly, at the bound too (base64 of exactly the scrubbed characters), where the
+    whole value is read as text and its total is its characters, not its bytes."""
+    chars = 8 * (10 + SCRUB_MARGIN)
+    size = chars // 4 * 3  # its base64: exactly ``chars`` characters
+    head = "é".encode() * 1_000 + b"\xff" + SECRET.encode()
+    raw = head + b"y" * (size - len(head))
+    assert 4 * ((len(raw) + 2) // 3) == chars
+    plain = Walk(scrub, 10).node(raw)
+    assert plain == Cut("é" * 10, len(raw.decode("utf-8", "replace")))  # its text: fewer characters than bytes
+    assert Walk(scrub, 10).node(TextBlob(raw)) == plain
+    assert Walk(scrub, 10).node(TextBlob(raw + b"y")) == Walk(scrub, 10).node(raw + b"y")  # one byte over
+
+
 def test_binary_media_is_base64_as_it_is_and_cut_to_the_budget() -> None:
     png = Blob(b"\x89PNG" + SECRET.encode())
     assert tree(png) == b64(png)  # an image is not text: not scrubbed
@@ -604,12 +619,6 @@ def test_a_cut_compares_by_what_it_keeps_and_its_total() -> None:
     assert Cut("ab", 5) == Cut("ab", 5) and hash(Cut("ab", 5)) == hash(Cut("ab", 5))
     assert Cut("ab", 5) != Cut("ab", 6) and Cut("ab", 5) != Cut("ac", 5) and Cut("ab", 5) != "ab"
     assert repr(Cut("abc", 10)) == "Cut(3 of 10)"
-
-
-def test_utf8_safe_replaces_lone_surrogates_only() -> None:
-    assert bj.utf8_safe("a\ud800b\udfffc") == "a\ufffdb\ufffdc"
-    plain = "é😀"
-    assert bj.utf8_safe(plain) is plain
 
 
 # ------------------------------------------------------------------------------------ fit

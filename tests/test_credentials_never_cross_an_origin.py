@@ -80,6 +80,28 @@ def test_a_redirect_to_another_port_of_the_same_host_gets_no_key(capsys: pytest.
     assert received_keys(other_port) == [None]
 
 
+@pytest.mark.parametrize(("to_host", "keeps_key"), [("phoenix.test..", False), ("PHOENIX.test.", True)])
+def test_a_host_with_two_trailing_dots_is_another_origin(
+    to_host: str, keeps_key: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``h.`` is ``h`` (DNS's root dot, and the allow-list's rule), but ``h..`` is no host and
+    never the same origin as ``h``: the key does not follow a redirect to it. Through a real
+    HTTP proxy (the client resolves no name: the proxy gets every request, and records it)."""
+
+    def answer(target: str) -> tuple[int, str | None]:
+        if target.startswith("http://phoenix.test/"):
+            return 302, target.replace("phoenix.test", to_host, 1)
+        return 200, None
+
+    with OriginServer("127.0.0.1", answer) as proxy:
+        monkeypatch.setenv("http_proxy", proxy.url)
+        code, out, err = audit_phoenix("http://phoenix.test", capsys)
+    assert (code, err) == (EXIT_CLEAN, ""), err
+    assert "1 span(s)" in out
+    assert [seen.path.split("/")[2] for seen in proxy.seen] == ["phoenix.test", to_host]
+    assert received_keys(proxy) == [f"Bearer {API_KEY}", f"Bearer {API_KEY}" if keeps_key else None]
+
+
 def test_a_redirect_within_phoenix_keeps_the_key(capsys: pytest.CaptureFixture[str]) -> None:
     """A reverse proxy moving the API keeps working: same scheme, host and port."""
 

@@ -116,6 +116,30 @@ MISTAKES: dict[str, Case] = {
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
     ),
 }
+_ODD_STARTS = {
+    # What stands before the host, as a copy-paste or a typo leaves it: the fix is http://host...,
+    # never the value with http:// glued in front (http:////host, http://http:/host).
+    "leading-slashes": "//",
+    "empty-scheme": "://",
+    "scheme-without-slashes": "http:",
+    "scheme-with-one-slash": "http:/",
+    "scheme-without-colon": "http//",
+    "upper-case-scheme-without-colon": "HTTP//",
+    "another-scheme": "tcp://",
+    "an-invalid-scheme": "1x://",
+    "leading-spaces": "  ",
+}
+
+
+def _odd_start(start: str) -> Case:
+    def case(rx: OtlpReceiver) -> tuple[Env, str, str]:
+        variable = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+        return {variable: start + rx.http_traces_endpoint.removeprefix("http://")}, variable, variable
+
+    return case
+
+
+MISTAKES.update({name: _odd_start(start) for name, start in _ODD_STARTS.items()})
 
 
 @pytest.mark.parametrize("case", list(MISTAKES))
@@ -126,11 +150,31 @@ def test_a_wrong_url_is_named_once_with_a_fix_that_works(
     wrong = _export_one_span(env, rx, monkeypatch, caplog)
     assert wrong.delivered == 0  # the mistake is real: the exporter sends nothing the receiver takes
     (warning,) = wrong.warnings
-    assert f"{named}={env[named]!r}" in warning, warning
+    assert f"{named}={env[named].strip()!r}" in warning, warning
     fix = _fix_in(warning, fixed)
+    assert fix[fixed].startswith("http://127.0.0.1:"), warning
     right = _export_one_span({**env, **fix}, rx, monkeypatch, caplog)
     assert right.warnings == []
     assert right.delivered == 1, fix
+
+
+@pytest.mark.parametrize("variable", ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"])
+def test_trailing_whitespace_is_named_once_with_a_fix_that_works(
+    variable: str, rx: OtlpReceiver, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A URL pasted with a trailing space (or a newline from a shell variable) looks right once
+    stripped, but the exporter posts to it as it is: nothing arrives, and only this line says why."""
+    url = rx.http_traces_endpoint if variable != "OTEL_EXPORTER_OTLP_ENDPOINT" else rx.http_endpoint
+    env = {variable: f"{url} \n", "OTEL_METRICS_EXPORTER": "none"}
+    wrong = _export_one_span(env, rx, monkeypatch, caplog)
+    assert wrong.delivered == 0
+    (warning,) = wrong.warnings
+    assert f"{variable}={env[variable]!r} ends in whitespace" in warning, warning
+    fix = _fix_in(warning, variable)
+    assert fix == {variable: url}
+    right = _export_one_span({**env, **fix}, rx, monkeypatch, caplog)
+    assert right.warnings == []
+    assert right.delivered == 1
 
 
 @pytest.mark.parametrize("variable", ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"])
@@ -172,6 +216,15 @@ def test_the_protocol_and_port_disagreeing_is_named_once_with_a_fix_that_works(
     [
         pytest.param(lambda rx: {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": rx.http_traces_endpoint}, id="http-traces-url"),
         pytest.param(lambda rx: {"OTEL_EXPORTER_OTLP_ENDPOINT": rx.http_endpoint}, id="http-base"),
+        pytest.param(
+            lambda rx: {
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "HTTP://" + rx.http_traces_endpoint.removeprefix("http://")
+            },
+            id="upper-case-scheme",
+        ),
+        pytest.param(
+            lambda rx: {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"  {rx.http_traces_endpoint}"}, id="leading-spaces"
+        ),
         pytest.param(
             lambda rx: {
                 "OTEL_EXPORTER_OTLP_ENDPOINT": rx.grpc_endpoint,

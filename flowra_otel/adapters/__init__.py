@@ -26,10 +26,13 @@ from typing import Final
 
 SUPPORTED: Final = "flowra 0.0.3 - 0.0.8 (the HookRegistry API) and 0.0.47 - 0.0.93 (runtime.hooks)"
 
-_LINES: Final = (
+LINES: Final = (
     ((0, 0, 3), (0, 0, 8), "hook_registry"),
     ((0, 0, 47), (0, 0, 93), "runtime_hooks"),
 )
+"""(lowest, highest release, adapter) per hook API. ``noxfile.py``'s release sweep reads it from
+this file alone, in nox's own venv (no flowra, no OpenTelemetry): keep this module's top-level
+imports to the standard library."""
 
 
 class UnsupportedFlowraError(ImportError):
@@ -50,7 +53,7 @@ def line_of(version: str) -> str | None:
     if match is None:
         return None
     release = tuple(int(x) for x in match.groups())
-    for low, high, name in _LINES:
+    for low, high, name in LINES:
         if low <= release <= high:
             return name
     return None
@@ -76,4 +79,4 @@ def current() -> ModuleType:
     return importlib.import_module(f"{__name__}.{name}")
 
 
-__all__ = ["SUPPORTED", "UnsupportedFlowraError", "current", "flowra_version", "line_of"]
+__all__ = ["LINES", "SUPPORTED", "UnsupportedFlowraError", "current", "flowra_version", "line_of"]

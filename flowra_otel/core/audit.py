@@ -68,6 +68,7 @@ from typing import Any, Final, Literal, TextIO
 
 from . import redaction, semconv
 from .content import BUILTIN_SECRET_PATTERNS
+from .safety import utf8_safe
 from .same_origin_http import open_url
 from .secret_scan import scan_text
 from .shown_url import hidden_parts, shown_url
@@ -946,8 +947,15 @@ _MAX_PAGES: Final = 1000
 
 def _phoenix_base(url: str) -> str:
     """``--phoenix URL`` as the base of the API's addresses: http or https, no user info, query
-    or fragment (the key goes in ``PHOENIX_API_KEY``; a message shows the URL without them)."""
+    or fragment (the key goes in ``PHOENIX_API_KEY``; a message shows the URL without them).
+
+    Whitespace around it (a copy-paste's, a shell variable's newline) is dropped; whitespace or a
+    control character inside it is refused, never dropped: parsers disagree on it (``urlsplit``
+    deletes a tab or newline, so ``h<TAB>x.com`` would be ``hx.com`` to one and not to another)."""
+    url = url.strip(_ASCII_WHITESPACE)
     shown = shown_url(url)
+    if any(c.isspace() or not c.isprintable() for c in url):
+        raise AuditInputError(f"--phoenix {shown!r}: the URL holds whitespace or a control character")
     scheme = url.partition("://")[0].lower() if "://" in url else ""
     if scheme not in ("http", "https"):
         raise AuditInputError(f"--phoenix {shown!r}: give Phoenix's http:// or https:// URL")
@@ -957,7 +965,10 @@ def _phoenix_base(url: str) -> str:
             f"--phoenix {shown!r}: the URL holds {' and '.join(hidden)}; give the base URL alone "
             "(an API key goes in PHOENIX_API_KEY)"
         )
-    return url.strip().rstrip("/")
+    return url.rstrip("/")
+
+
+_ASCII_WHITESPACE: Final = " \t\n\r\f\v"
 
 
 def _get_json(address: str, headers: Mapping[str, str], timeout: float, at: str) -> Any:
@@ -1156,15 +1167,6 @@ def _read_secrets(path: str) -> list[str]:
     return [line for line in lines if line and not line.startswith("#")]
 
 
-def _is_text(value: str) -> bool:
-    """False for a string holding lone surrogates (bytes ``surrogateescape`` could not decode)."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     """The ``audit`` subcommand; returns the exit status."""
     out = stdout if stdout is not None else sys.stdout
@@ -1173,7 +1175,7 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
         secrets = list(args.secret)
         if any(not s for s in secrets):
             raise AuditInputError("--secret must not be empty")
-        if any(not s.isascii() and not _is_text(s) for s in secrets):
+        if any(utf8_safe(s) != s for s in secrets):  # lone surrogates: bytes the locale could not decode
             raise AuditInputError("--secret holds bytes that are not valid UTF-8 (the locale could not decode them)")
         if args.secrets_file:
             secrets.extend(_read_secrets(args.secrets_file))

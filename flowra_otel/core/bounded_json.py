@@ -20,9 +20,10 @@ import codecs
 import dataclasses
 import json
 import math
-import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
+
+from .safety import utf8_safe
 
 TRUNCATION_MARKER: Final = "…[flowra_otel: truncated {dropped} of {total} chars]"
 """Appended to a shortened string leaf (``dropped`` and ``total`` count characters)."""
@@ -57,7 +58,6 @@ _MAX_WINDOWS: Final = 8
 WORK_FACTOR: Final = 4
 """A tree stops growing after ``WORK_FACTOR * budget`` characters: ``fit`` only ever removes."""
 
-_SURROGATES: Final = re.compile("[\ud800-\udfff]")
 _UTF8_DECODER: Final = codecs.getincrementaldecoder("utf-8")
 
 
@@ -91,12 +91,6 @@ def textual_media(media_type: object) -> bool:
 
 type Scrub = Callable[[str], str]
 """One leaf's cleaning (the user's ``redact=`` then the built-in patterns); may raise."""
-
-
-def utf8_safe(text: str) -> str:
-    """Lone surrogates (from ``surrogateescape`` decoding, or sliced emoji) cannot be encoded as
-    UTF-8, so OTLP exporters fail on them: each becomes U+FFFD, the rest is kept as is."""
-    return _SURROGATES.sub("\ufffd", text) if _SURROGATES.search(text) else text
 
 
 class Cut:
@@ -302,7 +296,7 @@ class Walk:
             if self.scrub is not None:
                 text = chunk.decode("utf-8", "replace")
                 if self.clean(text) != utf8_safe(text):  # the scrubber takes something out of it
-                    return self._string(text, len(text) if chunk is data else size)
+                    return self._string(text, len(text) if len(chunk) == size else size)  # read whole: its characters
             return self._string(base64.b64encode(chunk).decode("ascii"), total)
         return self._string(head, size)  # ``size`` bytes: at most that many characters
 

@@ -48,9 +48,8 @@ from .bounded_json import (
     fit,
     leaf_text,
     textual_media,
-    utf8_safe,
 )
-from .safety import failure_summary, safe_str
+from .safety import failure_summary, safe_str, utf8_safe
 
 __all__ = [
     "BUILTIN_SECRET_PATTERNS",

@@ -17,21 +17,26 @@ The rules follow how the exporters resolve endpoints (the OTLP exporter specific
   needs its path; an empty path or another signal's path is a mistake.
 * HTTP, base variable (``OTEL_EXPORTER_OTLP_ENDPOINT``): ``/v1/traces`` and ``/v1/metrics`` are
   appended, so a value that already ends in ``/v1/<signal>`` is posted to ``.../v1/traces/v1/traces``.
-* HTTP needs ``http://`` or ``https://``; without a scheme nothing is sent. (gRPC reads
-  ``host:port`` without one, so that is not flagged.)
+* HTTP needs ``http://`` or ``https://``; without a scheme (or with another one) nothing is sent.
+  The fix names ``http://`` and the host, whatever stood before it (``//host``, ``://host``,
+  ``http:host``, ``http//host``, ``tcp://host``). (gRPC reads ``host:port`` without one, so
+  that is not flagged.)
+* HTTP needs its URL without trailing whitespace (a copy-paste's, a shell variable's): the
+  exporter keeps it in the URL, and nothing arrives.
 * Port 4317 is OTLP/gRPC's and 4318 OTLP/HTTP's by convention: HTTP to 4317 or gRPC to 4318 is
   almost always the protocol and the port disagreeing.
 """
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 from collections.abc import Mapping
 from typing import Final, Literal
 
 from .shown_url import hidden_parts, shown_url
 
-__all__ = ["endpoint_problems"]
+__all__ = ["ENDPOINT_VARIABLES", "endpoint_problems"]
 
 Signal = Literal["traces", "metrics", "logs"]
 Protocol = Literal["grpc", "http/protobuf"]
@@ -41,10 +46,20 @@ PROTOCOL: Final = "OTEL_EXPORTER_OTLP_PROTOCOL"
 GRPC_PORT: Final = 4317
 HTTP_PORT: Final = 4318
 _SIGNALS: Final[tuple[Signal, ...]] = ("traces", "metrics", "logs")
+_SCHEME: Final = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+_MISTYPED_HTTP: Final = re.compile(r"(https?)(?:/+|:/+|:(?!\d+(?:[/?#]|$)))", re.IGNORECASE)
+"""``http:host``, ``http:/host``, ``http//host`` (not ``http:4318``: a host named http and its port)."""
+_LOOSE_AUTHORITY: Final = re.compile(r"[^/?#]*?//")
+"""Whatever stands before a ``//`` that starts the value's authority: ``//host``, ``://host``, ``1x://host``."""
 
 
 def _signal_variable(signal: Signal) -> str:
     return f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT"
+
+
+ENDPOINT_VARIABLES: Final = (BASE, *(_signal_variable(signal) for signal in _SIGNALS))
+"""Every variable an OTLP exporter reads its endpoint from: the base one, then one per signal
+(`log_credentials` notes the credentials of the same list)."""
 
 
 def _protocol_variable(signal: Signal, environ: Mapping[str, str]) -> str:
@@ -63,13 +78,27 @@ def endpoint_problems(protocols: Mapping[Signal, Protocol], environ: Mapping[str
             continue
         specific = _signal_variable(signal)
         name = specific if environ.get(specific, "").strip() else BASE
-        raw = environ.get(name, "").strip()
+        value = environ.get(name, "")
+        raw = value.strip()
         if not raw:
             continue
-        for problem in _problems(signal, protocol, name, raw, environ):
+        found = _problems(signal, protocol, name, raw, environ)
+        if protocol == "http/protobuf" and value.rstrip() != value:
+            found.append(_trailing_whitespace(name, value, raw))
+        for problem in found:
             if problem not in problems:
                 problems.append(problem)
     return problems
+
+
+def _trailing_whitespace(name: str, value: str, raw: str) -> str:
+    """The OTLP/HTTP exporter posts to the URL with its trailing whitespace (nothing arrives);
+    leading whitespace is dropped on the way (the URL still works), so it is not named."""
+    shown = shown_url(raw) + value[len(value.rstrip()) :]
+    return (
+        f"{name}={shown!r}{_hidden_note(raw)} ends in whitespace, which the OTLP/HTTP exporter "
+        f"keeps in the URL it posts to (nothing arrives): set {name}={shown_url(raw)}"
+    )
 
 
 def _problems(signal: Signal, protocol: Protocol, name: str, given: str, environ: Mapping[str, str]) -> list[str]:
@@ -89,13 +118,31 @@ def _hidden_note(given: str) -> str:
     return f" (its {' and '.join(hidden)} left out here; a fix keeps {'them' if len(hidden) > 1 else 'it'})"
 
 
+def _http_fix(raw: str) -> tuple[str | None, str]:
+    """For an OTLP/HTTP endpoint without a usable scheme: (the scheme it has, if a valid one
+    other than http/https; the URL to suggest). What comes before the host is dropped, not
+    prefixed: ``//host`` and ``://host`` become ``http://host``, a mistyped ``http:host``,
+    ``http:/host`` or ``http//host`` keeps its scheme, ``tcp://host`` becomes ``http://host``."""
+    scheme, rest = "http", raw
+    if (valid := _SCHEME.match(raw)) is not None:
+        return valid.group(1), f"http://{raw[valid.end() :]}"
+    if (mistyped := _MISTYPED_HTTP.match(raw)) is not None:
+        scheme, rest = mistyped.group(1).lower(), raw[mistyped.end() :]
+    elif (loose := _LOOSE_AUTHORITY.match(raw)) is not None:
+        rest = raw[loose.end() :]
+    return None, f"{scheme}://{rest}"
+
+
 def _found(signal: Signal, protocol: Protocol, name: str, raw: str, environ: Mapping[str, str]) -> list[str]:
-    if "://" not in raw:
-        if protocol == "grpc":
-            return []  # the gRPC exporter takes host:port as it is
+    if protocol == "grpc" and "://" not in raw:
+        return []  # the gRPC exporter takes host:port as it is
+    valid = _SCHEME.match(raw)
+    if protocol == "http/protobuf" and (valid is None or valid.group(1).lower() not in ("http", "https")):
+        other, fix = _http_fix(raw)
+        what = f"has the scheme {other!r}, which" if other is not None else "has no scheme, so"
         return [
-            f"{name}={raw!r} has no scheme, so the OTLP/HTTP exporter cannot send to it "
-            f"(its error: 'No connection adapters were found'): set {name}=http://{raw} (https:// for TLS)"
+            f"{name}={raw!r} {what} the OTLP/HTTP exporter cannot send to it "
+            f"(its error: 'No connection adapters were found'): set {name}={fix} (https:// for TLS)"
         ]
     try:
         url = urllib.parse.urlsplit(raw)

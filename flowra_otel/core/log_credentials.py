@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 from urllib.parse import unquote, unquote_plus
 
+from .endpoint_check import ENDPOINT_VARIABLES
 from .shown_url import shown_url
 
 __all__ = [
@@ -43,9 +44,8 @@ __all__ = [
 
 MIN_LENGTH: Final = 4
 SHOWN: Final = "***"
-_SIGNALS: Final = ("", "TRACES_", "METRICS_", "LOGS_")
-ENDPOINT_VARIABLES: Final = tuple(f"OTEL_EXPORTER_OTLP_{signal}ENDPOINT" for signal in _SIGNALS)
-HEADER_VARIABLES: Final = tuple(f"OTEL_EXPORTER_OTLP_{signal}HEADERS" for signal in _SIGNALS)
+HEADER_VARIABLES: Final = tuple(f"{name.removesuffix('ENDPOINT')}HEADERS" for name in ENDPOINT_VARIABLES)
+"""``OTEL_EXPORTER_OTLP_HEADERS`` and one per signal, beside each endpoint variable."""
 LIBRARY_LOGGERS: Final = (
     "opentelemetry.util.re",  # a malformed header entry, logged whole
     "opentelemetry.exporter.otlp.proto.grpc.exporter",
@@ -142,19 +142,21 @@ def note_environment(environ: Mapping[str, str] | None = None) -> None:
 def mask(text: str) -> str:
     """``text`` with every noted credential replaced by ``***``, and every URL in it that holds
     user info, a query or a fragment shown as ``shown_url`` shows it."""
-    for credential in _credentials:
-        if credential in text:
-            text = text.replace(credential, SHOWN)
-    if "://" in text:
-        text = _URL.sub(lambda match: shown_url(match.group(0)), text)
-    return text
+    return _masked(text, _credentials)
 
 
 def without_credentials(text: str, url: str) -> str:
     """``text`` (another library's message about ``url``) with ``url``'s user info, query and
     fragment replaced by ``***`` wherever it quotes them, and any URL in it shown by ``shown_url``."""
-    for credential in sorted(_url_credentials(url), key=len, reverse=True):
-        if len(credential) >= MIN_LENGTH and credential in text:
+    found = (credential for credential in _url_credentials(url) if len(credential) >= MIN_LENGTH)
+    return _masked(text, sorted(found, key=len, reverse=True))
+
+
+def _masked(text: str, credentials: Iterable[str]) -> str:
+    """What `mask` and `without_credentials` share: each of ``credentials`` (longest first, so a
+    whole user info goes before its password alone) replaced, then the URLs shown."""
+    for credential in credentials:
+        if credential in text:
             text = text.replace(credential, SHOWN)
     return _URL.sub(lambda match: shown_url(match.group(0)), text) if "://" in text else text
 

@@ -40,7 +40,7 @@ from opentelemetry.metrics import Histogram, Meter
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from .errors import error_type_of
-from .server_allow_list import ServerEntry, allowed, parse_entries
+from .server_allow_list import DEFAULT_PORTS, ServerEntry, allowed, parse_entries
 
 logger = logging.getLogger("flowra_otel")
 
@@ -138,7 +138,7 @@ def _endpoint_attributes(server: McpServer) -> dict[str, Any]:
     with contextlib.suppress(ValueError):  # a port that is not a number: no address
         if parts.hostname:
             attrs[SERVER_ADDRESS] = parts.hostname
-            attrs[SERVER_PORT] = parts.port or (443 if parts.scheme == "https" else 80)
+            attrs[SERVER_PORT] = parts.port or DEFAULT_PORTS.get(parts.scheme, 80)
     if server.protocol_version:
         attrs[MCP_PROTOCOL_VERSION] = server.protocol_version
     return attrs

@@ -17,9 +17,10 @@ Every request the package makes with a credential goes through `open_url`, whose
 
 * a redirect from ``https`` to anything else is refused (`RefusedRedirectError`): whatever the
   headers, the answer would come back unprotected;
-* a redirect to another origin (scheme, host or port; the port explicit or the scheme's default)
-  keeps only the headers in `KEPT_ACROSS_ORIGINS` (``Accept``, ``User-Agent``...):
-  ``Authorization``, API-key headers, cookies and anything else stay behind;
+* a redirect to another origin (scheme, host or port; the port explicit or the scheme's default;
+  the host without case and without one trailing dot, as ``server_allow_list`` compares hosts, so
+  ``h.`` is ``h`` but ``h..`` is another origin) keeps only the headers in `KEPT_ACROSS_ORIGINS`
+  (``Accept``, ``User-Agent``...): ``Authorization``, API-key headers, cookies and anything else stay behind;
 * a redirect within the origin keeps every header (a reverse proxy adding a slash still works).
 
 The messages name URLs as ``shown_url`` does (no user info, query or fragment).
@@ -36,6 +37,7 @@ from http.client import HTTPMessage
 from typing import IO, Any, Final
 from urllib.parse import urlsplit
 
+from .server_allow_list import DEFAULT_PORTS, without_root_dot
 from .shown_url import shown_url
 
 __all__ = ["KEPT_ACROSS_ORIGINS", "RefusedRedirectError", "open_url", "origin", "otlp_http_session"]
@@ -44,7 +46,6 @@ KEPT_ACROSS_ORIGINS: Final = frozenset(
     {"accept", "accept-encoding", "accept-language", "user-agent", "content-type", "content-encoding", "content-length"}
 )
 """What a request may carry to another origin: what it asks for and how its body is encoded."""
-_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 
 
 class RefusedRedirectError(urllib.error.URLError):
@@ -57,7 +58,7 @@ def origin(url: str) -> tuple[str, str, int | None]:
     try:
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
-        return scheme, (parts.hostname or "").rstrip(".").lower(), parts.port or _DEFAULT_PORTS.get(scheme)
+        return scheme, without_root_dot(parts.hostname or "").lower(), parts.port or DEFAULT_PORTS.get(scheme)
     except ValueError:
         return "", url, None
 

@@ -52,9 +52,11 @@ from urllib.parse import urlsplit
 
 from .shown_url import shown_url
 
-__all__ = ["ServerEntry", "allowed", "parse_entries", "parse_entry"]
+__all__ = ["DEFAULT_PORTS", "ServerEntry", "allowed", "parse_entries", "parse_entry", "without_root_dot"]
 
 DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+"""The port of a URL that names none, per scheme: the one table `same_origin_http` and
+`mcp_invocation` read too."""
 _SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 _FORBIDDEN: Final = re.compile(r"[\x00-\x20\x7f\\]")
 """Anywhere in a URL: whitespace, control characters, a backslash (some parsers read it as ``/``)."""
@@ -187,6 +189,13 @@ def _split_host_port(netloc: str) -> tuple[str, str | None]:
     return host, port or None
 
 
+def without_root_dot(name: str) -> str:
+    """A host name without the one trailing dot DNS allows (the root: ``h.`` is ``h``). Only one:
+    ``h..`` stays ``h.``, which is no host (an empty label), so it never equals ``h``. The rule
+    `same_origin_http.origin` follows too."""
+    return name.removesuffix(".")
+
+
 def _host(raw: str) -> str | None:
     """The host as compared: lowercase, one trailing dot dropped, IDNA ``xn--`` form, IP
     addresses in their canonical text (IPv6 in brackets); None when it is not a host."""
@@ -196,7 +205,7 @@ def _host(raw: str) -> str | None:
             return f"[{ipaddress.IPv6Address(inner).compressed.lower()}]"
         except ValueError:
             return None
-    name = raw.removesuffix(".").lower()
+    name = without_root_dot(raw).lower()
     if not name or "%" in name:
         return None
     if not name.isascii():
