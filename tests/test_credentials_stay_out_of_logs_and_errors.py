@@ -300,6 +300,33 @@ def test_a_url_without_a_valid_scheme_shows_no_credential(said: Said, capsys: py
     assert said.mentions("host")
 
 
+@pytest.mark.parametrize("slashes", [":/", ":///", ":\\\\"], ids=["one slash", "three slashes", "backslashes"])
+def test_a_url_with_odd_slashes_before_its_user_info_shows_no_credential(
+    slashes: str, said: Said, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``http:/token@host`` and ``http:///token@host``: a slash short or one too many, which URL
+    parsers that follow the WHATWG URL standard skip (the token is the user info there). Python's
+    parsers see no host, so every path names the URL whole: the endpoint-mistake warning, the HTTP
+    exporter's "Invalid URL ... No host supplied", and the refusals of ``mcp_servers``,
+    ``content_upload`` and ``audit --phoenix``. None of them shows the token."""
+    with OtlpReceiver() as rx:
+        hostport = rx.http_endpoint.split("://", 1)[1]
+        endpoint = f"http{slashes}{C['user token']}@{hostport}/v1/traces"
+        export_once(said, {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint}, shutdown_ms=500)
+    url = f"https{slashes}{C['user']}:{C['password']}@127.0.0.1:{closed_port()}/mcp"
+    # (content_upload takes "https:/..." as a local path, which is no URL to refuse)
+    refusing = [{"mcp_servers": [url]}] + ([{"content_upload": url}] if "://" in url else [])
+    for options in refusing:
+        with pytest.raises(ValueError) as refused:
+            OtelHooks(tracer_provider=TracerProvider(), **options)
+        said.lines.append(str(refused.value))
+    assert main(["audit", "--phoenix", url, "--project", "default"]) == 2
+    captured = capsys.readouterr()
+    said.lines += [captured.out, captured.err]
+    assert said.leaks() == []
+    assert said.mentions(hostport) and said.mentions("No host supplied") and said.mentions("mcp_servers entry")
+
+
 # ------------------------------------------------------------------------------- paired negatives
 def _as_before(monkeypatch: pytest.MonkeyPatch) -> None:
     """The lines as they were: the endpoint check showing the value with the password masked

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 from urllib.parse import unquote, unquote_plus
 
-from .shown_url import shown_url
+from .shown_url import shown_url, split_url
 
 __all__ = [
     "MASK_FILTER",
@@ -88,15 +88,11 @@ def credentials_in(environ: Mapping[str, str]) -> set[str]:
 
 def _url_credentials(raw: str) -> set[str]:
     found: set[str] = set()
-    text = raw.strip()
-    rest = text.split("://", 1)[1] if "://" in text else text
-    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
-    userinfo = authority.rpartition("@")[0]
+    _, userinfo, _, _, tail = split_url(raw.strip())  # the user info as shown_url finds it
     if userinfo:
         found |= _forms(userinfo)
         for part in userinfo.split(":", 1):
             found |= _forms(part)
-    tail = rest[len(authority) :]
     query_start, fragment_start = tail.find("?"), tail.find("#")
     if fragment_start >= 0:
         found |= _forms(tail[fragment_start + 1 :])
