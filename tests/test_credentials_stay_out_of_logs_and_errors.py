@@ -26,6 +26,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Final
@@ -39,6 +40,7 @@ from flowra_otel.core import export, log_credentials
 from flowra_otel.core.upload import UploadTarget
 from flowra_otel.export import configure_telemetry
 from flowra_otel.testing import secret_forms
+from tests.http_origins import OriginServer
 from tests.metrics_refusal import TracesOnlyReceiver
 from tests.otlp_receiver import OtlpReceiver
 from tests.telemetry_probe import send_probes
@@ -325,6 +327,23 @@ def test_a_url_with_odd_slashes_before_its_user_info_shows_no_credential(
     said.lines += [captured.out, captured.err]
     assert said.leaks() == []
     assert said.mentions(hostport) and said.mentions("No host supplied") and said.mentions("mcp_servers entry")
+
+
+def test_a_long_line_from_the_collector_is_masked_at_once(said: Said) -> None:
+    """What a collector sends reaches the exporters' lines (the HTTP status line's reason phrase,
+    on older SDKs the response body), and the mask reads every such line while credentials are
+    configured. A 64 KB reason without ``@``, ``?`` or ``#`` (``x://x://...``) took the mask's URL
+    pattern 27 s, in the exporter's thread: the export outlived the shutdown's 3 s. Now the line is
+    masked in milliseconds, the export ends, and the shutdown with it."""
+    reason = "x://" * 16_000  # the longest status line http.client reads is 64 KiB
+    with OriginServer("127.0.0.1", lambda path: (400, None), reason=reason) as collector:
+        started = time.monotonic()
+        export_once(said, {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": with_credentials(collector.url, "/v1/traces")})
+        took = time.monotonic() - started
+    assert said.leaks() == []
+    assert said.mentions(f"batch code: 400, reason: {reason[:40]}")
+    assert not said.mentions("telemetry shutdown did not finish")
+    assert took < 3.0, took
 
 
 # ------------------------------------------------------------------------------- paired negatives
