@@ -302,20 +302,29 @@ def test_a_url_without_a_valid_scheme_shows_no_credential(said: Said, capsys: py
     assert said.mentions("host")
 
 
-@pytest.mark.parametrize("slashes", [":/", ":///", ":\\\\"], ids=["one slash", "three slashes", "backslashes"])
-def test_a_url_with_odd_slashes_before_its_user_info_shows_no_credential(
-    slashes: str, said: Said, capsys: pytest.CaptureFixture[str]
+SLASHED_TOKEN: Final = "Zm9vYmFy/cXV4+YmF6"
+"""A base64 token with a ``/`` (and a ``+``), as it is pasted into a URL unencoded."""
+
+
+@pytest.mark.parametrize(
+    ("slashes", "token"),
+    [(":/", C["user token"]), (":///", C["user token"]), (":\\\\", C["user token"]), ("://", SLASHED_TOKEN)],
+    ids=["one slash", "three slashes", "backslashes", "a slash in the token"],
+)
+def test_a_url_with_odd_slashes_around_its_user_info_shows_no_credential(
+    slashes: str, token: str, said: Said, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``http:/token@host`` and ``http:///token@host``: a slash short or one too many, which URL
-    parsers that follow the WHATWG URL standard skip (the token is the user info there). Python's
-    parsers see no host, so every path names the URL whole: the endpoint-mistake warning, the HTTP
-    exporter's "Invalid URL ... No host supplied", and the refusals of ``mcp_servers``,
-    ``content_upload`` and ``audit --phoenix``. None of them shows the token."""
+    parsers that follow the WHATWG URL standard skip (the token is the user info there); and
+    ``http://user:Zm9v/YmFy@host``, a token with a ``/`` pasted unencoded, where every parser ends
+    the authority at that ``/``. Python's parsers see no host (or a bad port), so every path names
+    the URL whole: the endpoint-mistake warning, the HTTP exporter's "Invalid URL" line, and the
+    refusals of ``mcp_servers``, ``content_upload`` and ``audit --phoenix``. None shows the token."""
     with OtlpReceiver() as rx:
         hostport = rx.http_endpoint.split("://", 1)[1]
-        endpoint = f"http{slashes}{C['user token']}@{hostport}/v1/traces"
+        endpoint = f"http{slashes}{C['user']}:{token}@{hostport}/v1/traces"
         export_once(said, {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint}, shutdown_ms=500)
-    url = f"https{slashes}{C['user']}:{C['password']}@127.0.0.1:{closed_port()}/mcp"
+    url = f"https{slashes}{C['user']}:{token}@127.0.0.1:{closed_port()}/mcp"
     # (content_upload takes "https:/..." as a local path, which is no URL to refuse)
     refusing = [{"mcp_servers": [url]}] + ([{"content_upload": url}] if "://" in url else [])
     for options in refusing:
@@ -325,8 +334,10 @@ def test_a_url_with_odd_slashes_before_its_user_info_shows_no_credential(
     assert main(["audit", "--phoenix", url, "--project", "default"]) == 2
     captured = capsys.readouterr()
     said.lines += [captured.out, captured.err]
-    assert said.leaks() == []
-    assert said.mentions(hostport) and said.mentions("No host supplied") and said.mentions("mcp_servers entry")
+    assert said.leaks() == [], said.leaks()
+    assert not [line[:300] for line in said.lines if any(part in line for part in token.split("/"))]
+    assert said.mentions("Failed to export spans batch") and said.mentions("mcp_servers entry")  # each path spoke
+    assert said.mentions("127.0.0.1")
 
 
 def test_a_long_line_from_the_collector_is_masked_at_once(said: Said) -> None:

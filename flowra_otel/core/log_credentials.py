@@ -106,6 +106,8 @@ def _url_credentials(raw: str) -> set[str]:
         found |= _forms(userinfo)
         for part in userinfo.split(":", 1):
             found |= _forms(part)
+            for piece in part.split("/"):  # a parser cuts a token pasted with its "/" there
+                found |= _forms(piece)
     query_start, fragment_start = tail.find("?"), tail.find("#")
     if fragment_start >= 0:
         found |= _forms(tail[fragment_start + 1 :])

@@ -50,7 +50,7 @@ from collections.abc import Iterable
 from typing import Final
 from urllib.parse import urlsplit
 
-from .shown_url import shown_url
+from .shown_url import hidden_parts, shown_url
 
 __all__ = ["ServerEntry", "allowed", "parse_entries", "parse_entry"]
 
@@ -113,6 +113,8 @@ def parse_entry(item: object) -> ServerEntry:
         raise ValueError(msg)
     text = item.strip()
     shown = shown_url(text)
+    if "user info" in hidden_parts(text):  # before any part of the entry is named in a message
+        raise _bad(shown, "has user info (user@host): an entry is a host, never credentials")
     if _FORBIDDEN.search(text):
         raise _bad(shown, "holds a space, a control character or a backslash")
     scheme, sep, _ = text.partition("://")

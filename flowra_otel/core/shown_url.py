@@ -33,7 +33,13 @@ _PATH_END: Final = re.compile(r"[?#]")
 
 def split_url(raw: str) -> tuple[str, str, str, str, str]:
     """(scheme with ``://`` or "", user info, host and port, path, what follows the path): how
-    every URL the package writes is cut, and where `log_credentials` finds a URL's credentials."""
+    every URL the package writes is cut, and where `log_credentials` finds a URL's credentials.
+
+    An ``@`` in the path makes everything before the last one user info: parsers end the
+    authority at the first ``/``, so ``https://svc:Zm9v/YmFy@collector/`` (a token with a ``/``,
+    pasted unencoded) is host ``svc``, port ``Zm9v``: a URL no parser accepts, whose messages
+    quote it, while its writer meant the user info ``svc:Zm9v/YmFy``. A real path with an ``@``
+    (``/users/@alice``) is then shown shorter than it is: never a credential."""
     scheme = ""
     rest = raw
     match = _SCHEME.match(raw)
@@ -46,9 +52,15 @@ def split_url(raw: str) -> tuple[str, str, str, str, str]:
         scheme, rest = scheme + rest[: odd.end()], rest[odd.end() :]
     end = _AUTHORITY_END.search(rest)
     authority, tail = (rest[: end.start()], rest[end.start() :]) if end else (rest, "")
-    userinfo, _, hostport = authority.rpartition("@")
     cut = _PATH_END.search(tail)
     path, after = (tail[: cut.start()], tail[cut.start() :]) if cut else (tail, "")
+    if "@" in path:  # "https://svc:ab/cd@host/": a "/" in the user info (a base64 token, unencoded)
+        at = path.rindex("@")
+        host_and_path = path[at + 1 :]
+        slash = host_and_path.find("/")
+        host_end = len(host_and_path) if slash < 0 else slash
+        authority, path = authority + path[: at + 1] + host_and_path[:host_end], host_and_path[host_end:]
+    userinfo, _, hostport = authority.rpartition("@")
     return scheme, userinfo, hostport, path, after
 
 
