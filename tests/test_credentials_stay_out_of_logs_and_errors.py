@@ -284,20 +284,26 @@ def test_audit_phoenix_shows_no_credential(said: Said, capsys: pytest.CaptureFix
     assert said.mentions("user info and query and fragment") and said.mentions("cannot reach Phoenix")
 
 
+def refuse_everywhere(url: str, said: Said, capsys: pytest.CaptureFixture[str]) -> None:
+    """``url`` given to each option that refuses a bad URL (``mcp_servers``, ``content_upload``) and
+    to ``audit --phoenix``: every message and output line goes into ``said``. (``content_upload``
+    takes a value without ``://`` as a local path, which is no URL to refuse.)"""
+    refusing = [{"mcp_servers": [url]}] + ([{"content_upload": url}] if "://" in url else [])
+    for options in refusing:
+        with pytest.raises(ValueError) as refused:
+            OtelHooks(tracer_provider=TracerProvider(), **options)
+        said.lines.append(str(refused.value))
+    assert main(["audit", "--phoenix", url, "--project", "default"]) == 2
+    captured = capsys.readouterr()
+    said.lines += [captured.out, captured.err]
+
+
 def test_a_url_without_a_valid_scheme_shows_no_credential(said: Said, capsys: pytest.CaptureFixture[str]) -> None:
     """A URL whose scheme is missing (``//user@host``) or not a scheme (``1x://``): the refusals
     that name it show its host, never its user info, query or fragment."""
     secret = f"{C['user']}:{C['password']}@host/p?k={C['query key']}#{C['fragment']}"
     for url in (f"//{secret}", f"1x://{secret}", f"_grpc://{secret}"):
-        # (content_upload takes "//..." as a local path, which is no URL to refuse)
-        refusing = [{"mcp_servers": [url]}] + ([{"content_upload": url}] if "://" in url else [])
-        for options in refusing:
-            with pytest.raises(ValueError) as refused:
-                OtelHooks(tracer_provider=TracerProvider(), **options)
-            said.lines.append(str(refused.value))
-        assert main(["audit", "--phoenix", url, "--project", "default"]) == 2
-        captured = capsys.readouterr()
-        said.lines += [captured.out, captured.err]
+        refuse_everywhere(url, said, capsys)
     assert said.leaks() == []
     assert said.mentions("host")
 
@@ -324,16 +330,7 @@ def test_a_url_with_odd_slashes_around_its_user_info_shows_no_credential(
         hostport = rx.http_endpoint.split("://", 1)[1]
         endpoint = f"http{slashes}{C['user']}:{token}@{hostport}/v1/traces"
         export_once(said, {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint}, shutdown_ms=500)
-    url = f"https{slashes}{C['user']}:{token}@127.0.0.1:{closed_port()}/mcp"
-    # (content_upload takes "https:/..." as a local path, which is no URL to refuse)
-    refusing = [{"mcp_servers": [url]}] + ([{"content_upload": url}] if "://" in url else [])
-    for options in refusing:
-        with pytest.raises(ValueError) as refused:
-            OtelHooks(tracer_provider=TracerProvider(), **options)
-        said.lines.append(str(refused.value))
-    assert main(["audit", "--phoenix", url, "--project", "default"]) == 2
-    captured = capsys.readouterr()
-    said.lines += [captured.out, captured.err]
+    refuse_everywhere(f"https{slashes}{C['user']}:{token}@127.0.0.1:{closed_port()}/mcp", said, capsys)
     assert said.leaks() == [], said.leaks()
     assert not [line[:300] for line in said.lines if any(part in line for part in token.split("/"))]
     assert said.mentions("Failed to export spans batch") and said.mentions("mcp_servers entry")  # each path spoke
