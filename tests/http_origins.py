@@ -43,8 +43,14 @@ class OriginServer:
     method, path and headers (names lowercased)."""
 
     def __init__(
-        self, host: str, answer: Callable[[str], tuple[int, str | None]], *, tls: tuple[Path, Path] | None = None
+        self,
+        host: str,
+        answer: Callable[[str], tuple[int, str | None]],
+        *,
+        tls: tuple[Path, Path] | None = None,
+        reason: str | None = None,
     ) -> None:
+        """``reason``: the reason phrase of every answer's status line (None: the status's own)."""
         self.host = host
         self.answer = answer
         self.seen: list[Seen] = []
@@ -68,7 +74,7 @@ class OriginServer:
                 outer.seen.append(Seen(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}))
                 status, location = outer.answer(self.path)
                 body = page if status == 200 else b""
-                self.send_response(status)
+                self.send_response(status, reason)
                 if location is not None:
                     self.send_header("Location", location)
                 self.send_header("Content-Type", content_type)

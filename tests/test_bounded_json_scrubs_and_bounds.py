@@ -385,9 +385,10 @@ def test_long_other_bytes_are_read_for_a_secret_only_as_far_as_their_base64_is_k
 
 
 def test_text_media_that_is_not_utf8_is_recorded_as_the_same_bytes_would_be() -> None:
-    """A ``TextBlob`` whose bytes do not decode is other bytes after all: the same leaf as those
-    bytes given plainly, at the bound too (base64 of exactly the scrubbed characters), where the
-    whole value is read as text and its total is its characters, not its bytes."""
+    """A ``TextBlob`` whose bytes do not decode is read as the same bytes given plainly are, at the
+    bound too (base64 of exactly the scrubbed characters), where the whole value is read as text and
+    its total is its characters, not its bytes; a blob part's content is base64, so the document's
+    scrubbed text goes out as base64 of its UTF-8, its total the original's base64 length."""
     chars = 8 * (10 + SCRUB_MARGIN)
     size = chars // 4 * 3  # its base64: exactly ``chars`` characters
     head = "é".encode() * 1_000 + b"\xff" + SECRET.encode()
@@ -395,8 +396,12 @@ def test_text_media_that_is_not_utf8_is_recorded_as_the_same_bytes_would_be() ->
     assert 4 * ((len(raw) + 2) // 3) == chars
     plain = Walk(scrub, 10).node(raw)
     assert plain == Cut("é" * 10, len(raw.decode("utf-8", "replace")))  # its text: fewer characters than bytes
-    assert Walk(scrub, 10).node(TextBlob(raw)) == plain
-    assert Walk(scrub, 10).node(TextBlob(raw + b"y")) == Walk(scrub, 10).node(raw + b"y")  # one byte over
+    assert Walk(scrub, 10).node(TextBlob(raw)) == Cut(b64(("é" * 10).encode()), chars)
+    over = raw + b"y"
+    plain_over = Walk(scrub, 10).node(over)  # one byte over: a head of it read as text
+    assert isinstance(plain_over, Cut)
+    expected_over = Cut(b64(plain_over.kept.encode()), 4 * ((len(over) + 2) // 3))
+    assert Walk(scrub, 10).node(TextBlob(over)) == expected_over
 
 
 def test_binary_media_is_base64_as_it_is_and_cut_to_the_budget() -> None:

@@ -26,6 +26,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Final
@@ -39,6 +40,7 @@ from flowra_otel.core import export, log_credentials
 from flowra_otel.core.upload import UploadTarget
 from flowra_otel.export import configure_telemetry
 from flowra_otel.testing import secret_forms
+from tests.http_origins import OriginServer
 from tests.metrics_refusal import TracesOnlyReceiver
 from tests.otlp_receiver import OtlpReceiver
 from tests.telemetry_probe import send_probes
@@ -282,22 +284,74 @@ def test_audit_phoenix_shows_no_credential(said: Said, capsys: pytest.CaptureFix
     assert said.mentions("user info and query and fragment") and said.mentions("cannot reach Phoenix")
 
 
+def refuse_everywhere(url: str, said: Said, capsys: pytest.CaptureFixture[str]) -> None:
+    """``url`` given to each option that refuses a bad URL (``mcp_servers``, ``content_upload``) and
+    to ``audit --phoenix``: every message and output line goes into ``said``. (``content_upload``
+    takes a value without ``://`` as a local path, which is no URL to refuse.)"""
+    refusing = [{"mcp_servers": [url]}] + ([{"content_upload": url}] if "://" in url else [])
+    for options in refusing:
+        with pytest.raises(ValueError) as refused:
+            OtelHooks(tracer_provider=TracerProvider(), **options)
+        said.lines.append(str(refused.value))
+    assert main(["audit", "--phoenix", url, "--project", "default"]) == 2
+    captured = capsys.readouterr()
+    said.lines += [captured.out, captured.err]
+
+
 def test_a_url_without_a_valid_scheme_shows_no_credential(said: Said, capsys: pytest.CaptureFixture[str]) -> None:
     """A URL whose scheme is missing (``//user@host``) or not a scheme (``1x://``): the refusals
     that name it show its host, never its user info, query or fragment."""
     secret = f"{C['user']}:{C['password']}@host/p?k={C['query key']}#{C['fragment']}"
     for url in (f"//{secret}", f"1x://{secret}", f"_grpc://{secret}"):
-        # (content_upload takes "//..." as a local path, which is no URL to refuse)
-        refusing = [{"mcp_servers": [url]}] + ([{"content_upload": url}] if "://" in url else [])
-        for options in refusing:
-            with pytest.raises(ValueError) as refused:
-                OtelHooks(tracer_provider=TracerProvider(), **options)
-            said.lines.append(str(refused.value))
-        assert main(["audit", "--phoenix", url, "--project", "default"]) == 2
-        captured = capsys.readouterr()
-        said.lines += [captured.out, captured.err]
+        refuse_everywhere(url, said, capsys)
     assert said.leaks() == []
     assert said.mentions("host")
+
+
+SLASHED_TOKEN: Final = "Zm9vYmFy/cXV4+YmF6"
+"""A base64 token with a ``/`` (and a ``+``), as it is pasted into a URL unencoded."""
+
+
+@pytest.mark.parametrize(
+    ("slashes", "token"),
+    [(":/", C["user token"]), (":///", C["user token"]), (":\\\\", C["user token"]), ("://", SLASHED_TOKEN)],
+    ids=["one slash", "three slashes", "backslashes", "a slash in the token"],
+)
+def test_a_url_with_odd_slashes_around_its_user_info_shows_no_credential(
+    slashes: str, token: str, said: Said, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``http:/token@host`` and ``http:///token@host``: a slash short or one too many, which URL
+    parsers that follow the WHATWG URL standard skip (the token is the user info there); and
+    ``http://user:Zm9v/YmFy@host``, a token with a ``/`` pasted unencoded, where every parser ends
+    the authority at that ``/``. Python's parsers see no host (or a bad port), so every path names
+    the URL whole: the endpoint-mistake warning, the HTTP exporter's "Invalid URL" line, and the
+    refusals of ``mcp_servers``, ``content_upload`` and ``audit --phoenix``. None shows the token."""
+    with OtlpReceiver() as rx:
+        hostport = rx.http_endpoint.split("://", 1)[1]
+        endpoint = f"http{slashes}{C['user']}:{token}@{hostport}/v1/traces"
+        export_once(said, {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint}, shutdown_ms=500)
+    refuse_everywhere(f"https{slashes}{C['user']}:{token}@127.0.0.1:{closed_port()}/mcp", said, capsys)
+    assert said.leaks() == [], said.leaks()
+    assert not [line[:300] for line in said.lines if any(part in line for part in token.split("/"))]
+    assert said.mentions("Failed to export spans batch") and said.mentions("mcp_servers entry")  # each path spoke
+    assert said.mentions("127.0.0.1")
+
+
+def test_a_long_line_from_the_collector_is_masked_at_once(said: Said) -> None:
+    """What a collector sends reaches the exporters' lines (the HTTP status line's reason phrase,
+    on older SDKs the response body), and the mask reads every such line while credentials are
+    configured. A 64 KB reason without ``@``, ``?`` or ``#`` (``x://x://...``) took the mask's URL
+    pattern 27 s, in the exporter's thread: the export outlived the shutdown's 3 s. Now the line is
+    masked in milliseconds, the export ends, and the shutdown with it."""
+    reason = "x://" * 16_000  # the longest status line http.client reads is 64 KiB
+    with OriginServer("127.0.0.1", lambda path: (400, None), reason=reason) as collector:
+        started = time.monotonic()
+        export_once(said, {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": with_credentials(collector.url, "/v1/traces")})
+        took = time.monotonic() - started
+    assert said.leaks() == []
+    assert said.mentions(f"batch code: 400, reason: {reason[:40]}")
+    assert not said.mentions("telemetry shutdown did not finish")
+    assert took < 3.0, took
 
 
 # ------------------------------------------------------------------------------- paired negatives

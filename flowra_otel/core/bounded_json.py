@@ -89,6 +89,14 @@ def textual_media(media_type: object) -> bool:
     return kind == "application" and (subtype in _TEXT_SUBTYPES or subtype.endswith(("+json", "+xml", "+yaml")))
 
 
+def _base64_of(value: str | Cut, total: int) -> str | Cut:
+    """A scrubbed text (or the kept part of a cut one) as a blob part's base64 of its UTF-8;
+    ``total``: the base64 length of the whole original."""
+    if isinstance(value, Cut):
+        return Cut(base64.b64encode(value.kept.encode("utf-8")).decode("ascii"), total)
+    return base64.b64encode(value.encode("utf-8")).decode("ascii")
+
+
 type Scrub = Callable[[str], str]
 """One leaf's cleaning (the user's ``redact=`` then the built-in patterns); may raise."""
 
@@ -274,13 +282,17 @@ class Walk:
             return value
         return cleaned
 
-    def data(self, data: bytes) -> str | Cut:
+    def data(self, data: bytes, *, media: bool = False) -> str | Cut:
         """Bytes that are not media (a tool's raw output, a key read from a file) are a leaf like
         any other, scrubbed: UTF-8 text is recorded as that text; anything else as base64, whose
         text goes through the scrubber too, unless the scrubber finds something in the bytes read
         as text (each invalid byte a U+FFFD): then that text is recorded, scrubbed, since a key in
         a file with one stray byte would otherwise leave in base64, where no pattern sees it.
-        Decoded or encoded only as far as the budget keeps."""
+        Decoded or encoded only as far as the budget keeps.
+
+        ``media``: the data of a text document that is not UTF-8 (``media``): that scrubbed text
+        goes out as base64 too, since a blob part's content is base64 whatever it holds (recorded
+        as plain text, a backend decoding the part got garbage or an error)."""
         size = len(data)
         chars = None if self.cap is None else _MAX_WINDOWS * (self.cap + SCRUB_MARGIN)  # scrubbed at most
         whole = chars is None or size <= 4 * chars  # at most 4 bytes a character
@@ -296,13 +308,16 @@ class Walk:
             if self.scrub is not None:
                 text = chunk.decode("utf-8", "replace")
                 if self.clean(text) != utf8_safe(text):  # the scrubber takes something out of it
-                    return self._string(text, len(text) if len(chunk) == size else size)  # read whole: its characters
+                    value = self._string(text, len(text) if len(chunk) == size else size)  # read whole: its characters
+                    return _base64_of(value, total) if media else value
             return self._string(base64.b64encode(chunk).decode("ascii"), total)
         return self._string(head, size)  # ``size`` bytes: at most that many characters
 
     def media(self, data: bytes, *, textual: bool) -> str | Cut:
         """A media part's data as base64: of the text, scrubbed, when the media is text
-        (``textual_media``) and decodes as UTF-8; else of the bytes as they are (``binary``)."""
+        (``textual_media``) and decodes as UTF-8; a text document that does not (Windows-1252,
+        a stray byte) as ``data`` treats bytes, always base64; other media as the bytes are
+        (``binary``)."""
         if not textual or self.scrub is None:
             return self.binary(data)
         size = len(data)
@@ -314,13 +329,10 @@ class Walk:
             else:
                 assert chars is not None
                 text = _UTF8_DECODER(errors="strict").decode(data[: 4 * chars], final=False)
-        except UnicodeDecodeError:
-            return self.data(data)  # not text after all: base64, scrubbed as text
+        except UnicodeDecodeError:  # not UTF-8: base64 of the bytes, or of their text scrubbed
+            return self.data(data, media=True)
         value = self._string(text, len(text) if whole else size)
-        total = 4 * ((size + 2) // 3)
-        if isinstance(value, Cut):
-            return Cut(base64.b64encode(value.kept.encode("utf-8")).decode("ascii"), total)
-        return base64.b64encode(value.encode("utf-8")).decode("ascii")
+        return _base64_of(value, 4 * ((size + 2) // 3))
 
     def binary(self, data: bytes) -> str | Cut:
         """Base64 of media data (``Blob``), encoding only what the budget keeps (not scrubbed:

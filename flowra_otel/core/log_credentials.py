@@ -30,7 +30,7 @@ from typing import Any, Final
 from urllib.parse import unquote, unquote_plus
 
 from .endpoint_check import ENDPOINT_VARIABLES
-from .shown_url import shown_url
+from .shown_url import shown_url, split_url
 
 __all__ = [
     "MASK_FILTER",
@@ -69,7 +69,20 @@ LIBRARY_LOGGERS: Final = (
 processors log (a name a release lacks costs an unused logger object)."""
 
 _AUTH_SCHEMES: Final = frozenset({"basic", "bearer", "digest", "token", "apikey", "api-key", "negotiate"})
-_URL: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]*[@?#][^\s'\"<>]*")
+_URL: Final = re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]*")
+"""A URL in a line: a scheme that starts a word, ``://``, and what follows up to a space or quote.
+Linear in the line's length (a scheme only where a word starts, nothing to backtrack after it):
+the lines it reads carry what a server sent (an HTTP reason phrase, a response body), and the
+earlier pattern (a scheme anywhere, then a required ``@``, ``?`` or ``#``) took quadratic time on a long
+line without ``@?#`` (64 KB of ``x://`` took 27 s, in the thread that logged it)."""
+_HIDDEN: Final = re.compile(r"[@?#]")
+
+
+def _shown(match: re.Match[str]) -> str:
+    """A URL found in a line as `shown_url` shows it, when it has a part that may be a credential."""
+    url = match.group(0)
+    return shown_url(url) if _HIDDEN.search(url) else url
+
 
 _lock = threading.Lock()
 _credentials: tuple[str, ...] = ()
@@ -88,15 +101,13 @@ def credentials_in(environ: Mapping[str, str]) -> set[str]:
 
 def _url_credentials(raw: str) -> set[str]:
     found: set[str] = set()
-    text = raw.strip()
-    rest = text.split("://", 1)[1] if "://" in text else text
-    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
-    userinfo = authority.rpartition("@")[0]
+    _, userinfo, _, _, tail = split_url(raw.strip())  # the user info as shown_url finds it
     if userinfo:
         found |= _forms(userinfo)
         for part in userinfo.split(":", 1):
             found |= _forms(part)
-    tail = rest[len(authority) :]
+            for piece in part.split("/"):  # a parser cuts a token pasted with its "/" there
+                found |= _forms(piece)
     query_start, fragment_start = tail.find("?"), tail.find("#")
     if fragment_start >= 0:
         found |= _forms(tail[fragment_start + 1 :])
@@ -158,7 +169,7 @@ def _masked(text: str, credentials: Iterable[str]) -> str:
     for credential in credentials:
         if credential in text:
             text = text.replace(credential, SHOWN)
-    return _URL.sub(lambda match: shown_url(match.group(0)), text) if "://" in text else text
+    return _URL.sub(_shown, text) if "://" in text else text
 
 
 def _masked_arg(arg: Any) -> Any:

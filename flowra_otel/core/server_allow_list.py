@@ -34,8 +34,9 @@ Fail closed, whatever the URL:
   are not part of the match.
 
 A bad entry is refused when the ``OtelHooks`` is built (``ValueError``): one that does not parse,
-has a query, a fragment or user info, a scheme other than http/https, a path with dot segments or
-encoded separators, or an unbracketed ``host:port`` that is neither.
+has a query, a fragment or user info (an ``@`` in its path counts: ``https://svc:Zm9v/YmFy@host``
+is a token with a ``/`` pasted unencoded), a scheme other than http/https, a path with dot segments
+or encoded separators, or an unbracketed ``host:port`` that is neither.
 
 Flowra-free and small on purpose: ``McpPropagation.allows`` asks it once per MCP request, in
 ``mcp_invocation.trace_fields``, whose answer both ``params._meta`` and the HTTP headers take.
@@ -50,7 +51,7 @@ from collections.abc import Iterable
 from typing import Final
 from urllib.parse import urlsplit
 
-from .shown_url import shown_url
+from .shown_url import hidden_parts, shown_url
 
 __all__ = ["DEFAULT_PORTS", "ServerEntry", "allowed", "parse_entries", "parse_entry", "without_root_dot"]
 
@@ -115,6 +116,8 @@ def parse_entry(item: object) -> ServerEntry:
         raise ValueError(msg)
     text = item.strip()
     shown = shown_url(text)
+    if "user info" in hidden_parts(text):  # before any part of the entry is named in a message
+        raise _bad(shown, "has user info (user@host, or an '@' in its path): an entry is a host, never credentials")
     if _FORBIDDEN.search(text):
         raise _bad(shown, "holds a space, a control character or a backslash")
     scheme, sep, _ = text.partition("://")

@@ -18,29 +18,49 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["hidden_parts", "shown_url"]
+__all__ = ["hidden_parts", "shown_url", "split_url"]
 
 _SCHEME: Final = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):(//)?")
 _LOOSE_AUTHORITY: Final = re.compile(r"[^/?#]*:?//")
 """An authority without a valid scheme before it: ``//user@host``, ``1x://``, ``_grpc://``."""
+_ODD_SLASHES: Final = re.compile(r"[/\\]+(?=[^/\\?#]*@)")
+"""Slashes or backslashes, other than the scheme's ``//``, before a segment with an ``@``
+(``https:/tok@host``, ``https:///tok@host``): URL parsers that follow the WHATWG URL standard
+(browsers, Node) skip them and read that segment as the authority, its user info a credential."""
 _AUTHORITY_END: Final = re.compile(r"[/?#]")
 _PATH_END: Final = re.compile(r"[?#]")
 
 
-def _split(raw: str) -> tuple[str, str, str, str, str]:
-    """(scheme with ``://`` or "", user info, host and port, path, what follows the path)."""
+def split_url(raw: str) -> tuple[str, str, str, str, str]:
+    """(scheme with ``://`` or "", user info, host and port, path, what follows the path): how
+    every URL the package writes is cut, and where `log_credentials` finds a URL's credentials.
+
+    An ``@`` in the path makes everything before the last one user info: parsers end the
+    authority at the first ``/``, so ``https://svc:Zm9v/YmFy@collector/`` (a token with a ``/``,
+    pasted unencoded) is host ``svc``, port ``Zm9v``: a URL no parser accepts, whose messages
+    quote it, while its writer meant the user info ``svc:Zm9v/YmFy``. A real path with an ``@``
+    (``/users/@alice``) is then shown shorter than it is: never a credential."""
     scheme = ""
     rest = raw
     match = _SCHEME.match(raw)
-    if match is not None and match.group(2):  # "scheme://": an authority follows
+    # "scheme://": an authority follows; "https:/tok@host": one does for some parsers (_ODD_SLASHES)
+    if match is not None and (match.group(2) or _ODD_SLASHES.match(raw, match.end())):
         scheme, rest = raw[: match.end()], raw[match.end() :]
     elif (loose := _LOOSE_AUTHORITY.match(raw)) is not None:  # no valid scheme, but an authority
         scheme, rest = raw[: loose.end()], raw[loose.end() :]
+    if scheme and (odd := _ODD_SLASHES.match(rest)) is not None:  # "https:///tok@host"
+        scheme, rest = scheme + rest[: odd.end()], rest[odd.end() :]
     end = _AUTHORITY_END.search(rest)
     authority, tail = (rest[: end.start()], rest[end.start() :]) if end else (rest, "")
-    userinfo, _, hostport = authority.rpartition("@")
     cut = _PATH_END.search(tail)
     path, after = (tail[: cut.start()], tail[cut.start() :]) if cut else (tail, "")
+    if "@" in path:  # "https://svc:ab/cd@host/": a "/" in the user info (a base64 token, unencoded)
+        at = path.rindex("@")
+        host_and_path = path[at + 1 :]
+        slash = host_and_path.find("/")
+        host_end = len(host_and_path) if slash < 0 else slash
+        authority, path = authority + path[: at + 1] + host_and_path[:host_end], host_and_path[host_end:]
+    userinfo, _, hostport = authority.rpartition("@")
     return scheme, userinfo, hostport, path, after
 
 
@@ -49,7 +69,7 @@ def shown_url(raw: object) -> str:
     user info, no query, no fragment. Never raises; a value that is not a string shows its type."""
     if not isinstance(raw, str):
         return f"<{type(raw).__name__}>"
-    scheme, _, hostport, path, _ = _split(raw.strip())
+    scheme, _, hostport, path, _ = split_url(raw.strip())
     return f"{scheme}{hostport}{path}"
 
 
@@ -57,7 +77,7 @@ def hidden_parts(raw: object) -> tuple[str, ...]:
     """The parts `shown_url` leaves out of ``raw``: ``user info``, ``query``, ``fragment``."""
     if not isinstance(raw, str):
         return ()
-    _, userinfo, _, _, after = _split(raw.strip())
+    _, userinfo, _, _, after = split_url(raw.strip())
     hidden: list[str] = []
     if userinfo:
         hidden.append("user info")

@@ -241,3 +241,27 @@ async def test_every_text_media_type_is_scrubbed_within_over_and_without_a_budge
     if budget != "over":
         (blob,) = blobs(json.loads(result)["content"]).values()
         assert base64.b64decode(blob) == CONFIG.replace(AWS_KEY.encode(), b"[REDACTED:api_key]")
+
+
+# ------------------------------------------------------------------------------------ a document that is not UTF-8
+LATIN_CONFIG = f"[default]\naws_access_key_id = {AWS_KEY}\nowner = José\n".encode("cp1252")
+"""A text document saved in Windows-1252 (its ``é`` is no UTF-8): the scrubber finds the key in it
+read as text, each invalid byte a U+FFFD."""
+
+
+@requires(HAS_RESULT_BLOCKS, "media in a tool result is flowra 0.0.86+ (a result is text before)")
+async def test_a_text_document_that_is_not_utf8_is_scrubbed_and_still_base64(
+    make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A blob part's content is base64 whatever it holds: the scrubbed text of such a document went
+    out as plain text in the part (a backend decoding it got garbage or an error). Paired negative:
+    that was the code before (``media`` handing the text of ``data`` on as it is); this test then
+    fails to decode the part."""
+    monkeypatch.setitem(globals(), "files_of", one_file("text/plain"))
+    monkeypatch.setitem(globals(), "CONFIG", LATIN_CONFIG)
+    await run_with_media(make_otel_hooks(capture_content=True, redact_secrets=True))
+    (tool,) = named(span_exporter, "execute_tool fetch_file")
+    (blob,) = blobs(json.loads(attrs(tool)[semconv.GEN_AI_TOOL_CALL_RESULT])["content"]).values()
+    recorded = base64.b64decode(blob, validate=True).decode("utf-8")
+    assert recorded == "[default]\naws_access_key_id = [REDACTED:api_key]\nowner = Jos\ufffd\n"
+    assert_no_leak(span_exporter.get_finished_spans(), [AWS_KEY, b64(LATIN_CONFIG)])
