@@ -172,11 +172,13 @@ class OtelHooks:
         uploader = self.telemetry.uploader
         return True if uploader is None else uploader.flush(timeout_s)
 
-    def install(self, runtime: Any) -> None:
+    def install(self, runtime: Any) -> Installation:
         """Trace every agent run of ``runtime`` (a flowra ``AgentRuntime``), nested runs included.
 
-        Call it once per runtime, before its first run."""
-        self._adapter.install(runtime)
+        Call it once per runtime, before its first run. Returns an ``Installation``, whose
+        ``uninstall()`` takes the tracing off the runtime again (a test sharing one runtime
+        with others, an app switching tracing off)."""
+        return Installation(self._adapter.install(runtime))
 
     def register_hooks(self, registry: Any) -> None:
         """flowra 0.0.3 - 0.0.8's ``HookProvider`` protocol (``hooks.add(OtelHooks())``): subscribe
@@ -208,4 +210,48 @@ class OtelHooks:
         return f"OtelHooks(capture_content={self.options.content_mode.value!r})"
 
 
-__all__ = ["OtelHooks"]
+class Installation:
+    """What ``OtelHooks.install(runtime)`` did to one runtime, and its undoing.
+
+    ``uninstall()`` takes the tracing off that runtime: its subscriptions leave flowra's handler
+    storage (and, on flowra 0.0.3 - 0.0.8, a ``HookRegistry`` that ``install`` provided leaves the
+    runtime's services), so the runtime is as flowra would have it without the plugin: its later runs
+    are not traced, and another ``OtelHooks`` may be installed on it. Why a handle rather than
+    ``OtelHooks.uninstall(runtime)``: it can only name the runtime it was made for, and the
+    ``OtelHooks`` keeps no list of runtimes (flowra's runtimes take no weak references, so a
+    list would keep every runtime alive as long as the ``OtelHooks``).
+
+    Idempotent: a second ``uninstall()`` does nothing, even after the same ``OtelHooks`` was
+    installed on the runtime again (that installation has its own handle). The flowra patches
+    the ``OtelHooks`` made stay while it lives: they pass every event of an untraced runtime to
+    flowra's own code unchanged.
+    """
+
+    __slots__ = ("_undo",)
+
+    def __init__(self, undo: Callable[[], None]) -> None:
+        self._undo: Callable[[], None] | None = undo
+
+    @property
+    def installed(self) -> bool:
+        """False once ``uninstall()`` has run."""
+        return self._undo is not None
+
+    def uninstall(self) -> None:
+        """Take the tracing off the runtime; nothing when done already.
+
+        Raises:
+            RuntimeError: the runtime is running now, where flowra tells (0.0.49 - 0.0.93): its run
+                would be left half traced; nothing is removed, uninstall between runs.
+        """
+        undo = self._undo
+        if undo is None:
+            return
+        undo()
+        self._undo = None
+
+    def __repr__(self) -> str:
+        return f"Installation(installed={self.installed})"
+
+
+__all__ = ["Installation", "OtelHooks"]

@@ -173,6 +173,30 @@ class Scenarios(Protocol):
         plugin, which flowra runs first). Returns a deep copy of the conversation each call got."""
         ...
 
+    # -------------------------------------------------------------- a runtime kept between runs
+    TELLS_A_RUN: bool
+    """Whether the runtime shows a run in progress, so ``Installation.uninstall()`` refuses then
+    (0.0.49 - 0.0.93)."""
+
+    async def kept_runtime(self, *steps: Step) -> Any:
+        """A runtime, with no ``OtelHooks`` on it, whose agent ``assistant`` (no tools) answers
+        from ``steps``, one per run (a module-level runtime shared by tests, say)."""
+        ...
+
+    async def kept_run(self, runtime: Any) -> str | None:
+        """One run of ``assistant`` on a ``kept_runtime``: its final text."""
+        ...
+
+    def on_message_accepted(self, runtime: Any, handler: Callable[[Any], None]) -> None:
+        """The app's own hook on ``runtime``'s ``MessageAcceptedEvent`` (the plugin subscribes to it too)."""
+        ...
+
+    def handler_storage(self, runtime: Any) -> Any:
+        """Where ``OtelHooks.install`` subscribes on ``runtime``, as flowra stores it (compared
+        with ``==``): the global entries of ``runtime.hooks`` (0.0.47+: the scoped ones are
+        flowra's agents' own), or the runtime's ``HookRegistry`` service and its handler lists."""
+        ...
+
 
 def _installed() -> Scenarios:
     line = line_of(flowra_version() or "")

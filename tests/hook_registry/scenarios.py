@@ -12,12 +12,19 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from flowra.agent import Event, HookRegistry
-from flowra.lib.tool_loop import AfterToolCallEvent, BeforeLLMCallEvent, BeforeToolCallEvent, ToolLoopStatus
+from flowra.lib.tool_loop import (
+    AfterToolCallEvent,
+    BeforeLLMCallEvent,
+    BeforeToolCallEvent,
+    MessageAcceptedEvent,
+    ToolLoopStatus,
+)
 from flowra.llm import LLMProvider, LLMRequest, SystemMessage, ToolResultBlock, Usage
 from flowra.tools import LocalTool, ToolDefinition, ToolExecutionContext, ToolResult
 from openai import AsyncOpenAI
 
 from flowra_otel import OtelHooks
+from flowra_otel.adapters.hook_registry._flowra import handler_map as registry_handler_map
 from flowra_otel.adapters.hook_registry.messages import MESSAGES as _MESSAGES
 from flowra_otel.core.content import MessageReader
 from flowra_otel.redaction import map_result_text
@@ -30,6 +37,7 @@ from tests.hook_registry.flowra_support import (
     ResearcherSetup,
     ScriptedProvider,
     ScriptStep,
+    create_tool_registry,
     final_text,
     get_weather,
     research_tool,
@@ -249,6 +257,27 @@ async def _run_with(
         result = await run_tool_loop(runtime, text, metadata=dict(metadata) if metadata else None)
     assert result.status == ToolLoopStatus.COMPLETED
     return final_text(result)
+
+
+TELLS_A_RUN = False  # flowra 0.0.3 - 0.0.8 keep no run in progress on the runtime
+
+
+async def kept_runtime(*steps: ScriptStep) -> Any:
+    return tool_loop_runtime(ScriptedProvider(steps), await create_tool_registry())  # no tools: nothing to close
+
+
+async def kept_run(runtime: Any) -> str | None:
+    return final_text(await run_tool_loop(runtime, "Hello"))
+
+
+def on_message_accepted(runtime: Any, handler: Callable[[Any], None]) -> None:
+    runtime._AgentRuntime__services[HookRegistry].on(MessageAcceptedEvent, handler)
+
+
+def handler_storage(runtime: Any) -> tuple[Any, dict[type, list[Any]] | None]:
+    registry = runtime._AgentRuntime__services.get(HookRegistry)
+    handlers = registry_handler_map(registry) if registry is not None else None
+    return registry, None if handlers is None else {key: list(entries) for key, entries in handlers.items()}
 
 
 if TYPE_CHECKING:  # mypy, on this line: this module is what tests/both_lines/ expects

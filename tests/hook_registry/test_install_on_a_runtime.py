@@ -1,6 +1,7 @@
 """``OtelHooks().install(runtime)`` on flowra 0.0.3 - 0.0.8: the one line the README shows for
 either flowra line. It adds the hooks to the ``HookRegistry`` the runtime hands its agents, and
-gives a runtime that has none (0.0.3 - 0.0.7, when the app passed none) one, as a service."""
+gives a runtime that has none (0.0.3 - 0.0.7, when the app passed none) one, as a service, which
+``uninstall()`` takes away again."""
 
 from __future__ import annotations
 
@@ -65,3 +66,14 @@ async def test_without_install_the_runtime_is_not_traced(
     async with tool_registry(get_weather) as tools:
         await run_tool_loop(tool_loop_runtime(script(), tools, model="gpt-4o"), "Weather in Oslo?")
     assert span_exporter.get_finished_spans() == ()
+
+
+async def test_uninstall_takes_away_the_registry_install_gave(make_otel_hooks: MakeHooks) -> None:
+    async with tool_registry(get_weather) as tools:
+        runtime = tool_loop_runtime(script(), tools, model="gpt-4o")
+        services = runtime._AgentRuntime__services  # type: ignore[attr-defined]
+        del services[HookRegistry]  # an app that gave the runtime no registry
+        installation = make_otel_hooks().install(runtime)
+        assert isinstance(services[HookRegistry], HookRegistry)
+        installation.uninstall()
+        assert HookRegistry not in services  # as the app left it

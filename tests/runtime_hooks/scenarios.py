@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from flowra.agent import AgentRuntime, Event
 from flowra.lib.observability import LLMCallSpan
 from flowra.lib.turn import TurnAgent, TurnConfig, TurnResult
-from flowra.lib.turn.hook_events import AfterToolCallEvent, BeforeToolCallEvent
+from flowra.lib.turn.hook_events import AfterToolCallEvent, BeforeToolCallEvent, MessageAcceptedEvent
 from flowra.llm import (
     AssistantMessage,
     ContentComplete,
@@ -40,6 +40,7 @@ from tests.both_lines.line import HistoryEdit, ToolRun
 from tests.runtime_hooks import conftest as line_conftest
 from tests.runtime_hooks import support
 from tests.runtime_hooks.support import (
+    HANDLER_STORAGE,
     HAS_RESULT_BLOCKS,
     CustomerParams,
     Script,
@@ -305,6 +306,29 @@ def _text(result: TurnResult) -> str | None:
     if message is None:
         return None
     return "\n".join(b.text for b in message.blocks if isinstance(b, TextBlock))
+
+
+TELLS_A_RUN = hasattr(AgentRuntime, "_AgentRuntime__root")  # 0.0.49+: what _flowra.root_node_id reads
+
+
+async def kept_runtime(*steps: Script) -> AgentRuntime:
+    return chat_runtime(ScriptedProvider(*steps))
+
+
+async def kept_run(runtime: AgentRuntime) -> str | None:
+    return (await run_chat(runtime, "Hello")).response
+
+
+def on_message_accepted(runtime: AgentRuntime, handler: Callable[[Any], None]) -> None:
+    runtime.hooks.on(MessageAcceptedEvent, handler)
+
+
+def handler_storage(runtime: AgentRuntime) -> list[dict[type, list[Any]]]:
+    root = runtime.hooks._root  # type: ignore[attr-defined]
+    return [
+        {key: list(entries) for key, entries in getattr(group, HANDLER_STORAGE[0]).items()}
+        for group in (root._events, root._spans)
+    ]
 
 
 if TYPE_CHECKING:  # mypy, on this line: this module is what tests/both_lines/ expects

@@ -70,6 +70,7 @@ __all__ = [
     "provider_class_of",
     "registry_context",
     "registry_handlers",
+    "remove_handlers",
     "resumed_run_id",
     "run_id_of",
     "runtime_services",
@@ -192,6 +193,25 @@ def registry_handlers(registry: Any, event_type: type[Any]) -> list[Any] | None:
     """The live handler list of ``registry`` for ``event_type`` (flowra's own list, not a copy)."""
     handlers = getattr(registry, _HANDLERS, None)
     return handlers.get(event_type) if isinstance(handlers, dict) else None
+
+
+def remove_handlers(registry: Any, owner: object) -> bool:
+    """Drop every handler of ``registry`` that is a method of ``owner``, and every list this leaves
+    empty (flowra's ``on`` made it for them, has no way to remove one, and ``propagate_to``
+    forwards every event type that has a list): the registry is as flowra would have it without
+    them. True when the registry then has no handler at all."""
+    handlers = getattr(registry, _HANDLERS, None)
+    if not isinstance(handlers, dict):
+        return False
+    for event_type, current in list(handlers.items()):
+        kept = [h for h in current if getattr(h, "__self__", None) is not owner]
+        if len(kept) == len(current):
+            continue
+        if kept:
+            current[:] = kept
+        else:
+            del handlers[event_type]
+    return not handlers
 
 
 def forward_target(handler: Any) -> Any:

@@ -10,7 +10,9 @@ runtimes and concurrent runs.
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Callable
 from typing import Any, Final
 
 from ...core.options import TraceOptions
@@ -24,6 +26,7 @@ from ._flowra import (
     HookContext,
     HookRegistry,
     registry_handlers,
+    remove_handlers,
     runtime_services,
 )
 
@@ -49,15 +52,18 @@ class HookRegistryAdapter:
         if not self._disabled:
             patches.install(self)
 
-    def install(self, runtime: Any) -> None:
+    def install(self, runtime: Any) -> Callable[[], None]:
         """Trace every agent of ``runtime``: adds this adapter to the ``HookRegistry`` the runtime
         gives its agents (0.0.8 always has one; on older releases one is provided if the app gave
-        none, as a runtime-wide service)."""
+        none, as a runtime-wide service). Returns what takes it off again (``uninstall``'s
+        arguments bound: ``OtelHooks.install`` hands it out as ``Installation``)."""
         services = runtime_services(runtime)
-        registry = services.get(HookRegistry)
+        previous = services.get(HookRegistry, _ABSENT)
+        registry = previous
         if not isinstance(registry, HookRegistry):
             registry = services[HookRegistry] = HookRegistry()
         registry.add(self)
+        return functools.partial(uninstall, self, services, registry, previous)
 
     def register_hooks(self, registry: HookRegistry) -> None:
         """``HookProvider`` protocol: subscribe to the tool-loop events on ``registry``.
@@ -122,6 +128,23 @@ class HookRegistryAdapter:
 
 
 registry_view.PLUGIN_HANDLERS.add(HookRegistryAdapter._on_event)
+
+
+_ABSENT: Final = object()
+"""``install``'s note that the runtime had no ``HookRegistry`` service at all."""
+
+
+def uninstall(adapter: HookRegistryAdapter, services: dict[type, Any], registry: HookRegistry, previous: Any) -> None:
+    """Take ``adapter`` off the registry ``install`` added it to: its handlers leave flowra's lists
+    (a list left empty goes too: flowra's ``on`` made it for them, and ``propagate_to`` forwards
+    every event type that has a list), and a registry ``install`` provided, unchanged since, leaves
+    the runtime's services (what was there before is put back). Again: nothing left to do."""
+    emptied = remove_handlers(registry, adapter)
+    if registry is not previous and services.get(HookRegistry) is registry and emptied:
+        if previous is _ABSENT:
+            del services[HookRegistry]
+        else:
+            services[HookRegistry] = previous
 
 
 def _drop_auto_handlers(registry: HookRegistry) -> None:

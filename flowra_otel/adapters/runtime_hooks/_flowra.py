@@ -391,13 +391,23 @@ def context_of(hooks: Any) -> Any:
 
 def remove_global(hooks: Any, handler_self: object) -> None:
     """Drop every global subscription (events and spans) whose handler is a method of
-    ``handler_self`` (the zero-code instrumentor's tracing, replaced by the app's own)."""
+    ``handler_self`` (the zero-code instrumentor's tracing, replaced by the app's own, or a tracing
+    uninstalled), and every entry list this leaves empty: flowra's ``on`` made it for that
+    subscription (``setdefault``) and has no way to remove one, so the storage is as flowra would
+    have it without the plugin."""
     root = hooks._root
     for group in (root._events, root._spans):
-        for entries in getattr(group, _READ.global_entries).values():
-            entries[:] = [
+        entries_of = getattr(group, _READ.global_entries)
+        for key, entries in list(entries_of.items()):
+            kept = [
                 e for e in entries if getattr(e.handler if _READ.records else e, "__self__", None) is not handler_self
             ]
+            if len(kept) == len(entries):
+                continue
+            if kept:
+                entries[:] = kept
+            else:
+                del entries_of[key]
 
 
 RUN_META_KEY: Final = "__flowra_meta__"

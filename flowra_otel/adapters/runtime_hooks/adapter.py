@@ -12,6 +12,8 @@ zero-code instrumentor's).
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any, Final
 
 from ...core.options import TraceOptions
@@ -36,8 +38,9 @@ class RuntimeHooksAdapter:
             mcp_client.install(self)
             run_timeout.install(self)
 
-    def install(self, runtime: Any) -> None:
-        """Trace every agent run of ``runtime``.
+    def install(self, runtime: Any) -> Callable[[], None]:
+        """Trace every agent run of ``runtime``; returns what takes this tracing off it again
+        (``uninstall``'s arguments bound: ``OtelHooks.install`` hands it out as ``Installation``).
 
         Raises:
             TypeError: ``runtime`` is not a flowra 0.0.47 - 0.0.93 ``AgentRuntime``.
@@ -45,21 +48,40 @@ class RuntimeHooksAdapter:
         """
         _flowra.check(runtime)
         if self.telemetry.disabled:
-            return
+            return _nothing
         for tracing in tracings_of(runtime):
             if tracing.adapter is self:
-                return  # installed already: once is enough
+                return functools.partial(uninstall, runtime, tracing)  # installed already: once is enough
             if tracing.adapter._auto and not self._auto:
                 _flowra.remove_global(runtime.hooks, tracing)  # the app's own options apply
             elif self._auto:
-                return  # the app installed its own: the zero-code one stays out
+                return _nothing  # the app installed its own: the zero-code one stays out
             else:
                 msg = "another OtelHooks already traces this runtime; install one per runtime"
                 raise ValueError(msg)
-        RuntimeTracing(self, runtime)
+        return functools.partial(uninstall, runtime, RuntimeTracing(self, runtime))
 
     def __repr__(self) -> str:
         return f"RuntimeHooksAdapter(capture_content={self.options.capture_content})"
+
+
+def uninstall(runtime: Any, tracing: RuntimeTracing) -> None:
+    """Take ``tracing`` off ``runtime``: its subscriptions leave flowra's handler storage as if they
+    had never been made (``_flowra.remove_global``), so later runs are not traced and another
+    ``OtelHooks`` may install. Again, or after the zero-code instrumentor removed it: nothing to do.
+
+    Raises:
+        RuntimeError: ``runtime`` is running (a run's spans would be left half traced); nothing removed.
+    """
+    if _flowra.root_node_id(runtime) is not None:
+        msg = "cannot uninstall OtelHooks from a runtime while it runs; uninstall between runs"
+        raise RuntimeError(msg)
+    _flowra.remove_global(runtime.hooks, tracing)
+
+
+def _nothing() -> None:
+    """What ``install`` hands back when it subscribed nothing (tracing disabled, or the zero-code
+    instrumentor on a runtime the app traces itself)."""
 
 
 def tracings_of(runtime: Any) -> list[RuntimeTracing]:
@@ -70,4 +92,4 @@ def tracings_of(runtime: Any) -> list[RuntimeTracing]:
 
 emit_patch.MARKERS.add(RuntimeTracing.on_event)
 
-__all__ = ["RuntimeHooksAdapter", "tracings_of"]
+__all__ = ["RuntimeHooksAdapter", "tracings_of", "uninstall"]
