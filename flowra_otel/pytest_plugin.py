@@ -34,8 +34,9 @@ __all__ = ["flowra_otel_capture"]
 def flowra_otel_capture() -> Iterator[TraceCapture]:
     """In-memory OpenTelemetry for this test (``flowra_otel.testing.TraceCapture``): ``install(runtime)``
     traces a runtime into it (content capture on); ``spans`` / ``span(name)`` / ``span_dicts()``,
-    ``logs``, ``metric_points(name)`` and ``assert_no_leak(secrets)`` read what it recorded. Its
-    providers are shut down after the test."""
+    ``logs``, ``metric_points(name)`` and ``assert_no_leak(secrets)`` read what it recorded. After
+    the test, what ``install`` did is undone (a runtime shared with other tests is left untraced,
+    as it was) and its providers are shut down."""
     from .testing import TraceCapture
 
     capture = TraceCapture()

@@ -32,7 +32,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from .core.testing import Leak, assert_no_leak, assert_no_log_leak, find_leaks, find_log_leaks, secret_forms
 
 if TYPE_CHECKING:
-    from .hooks import OtelHooks
+    from .hooks import Installation, OtelHooks
 
 __all__ = [
     "VARYING_ATTRIBUTES",
@@ -55,7 +55,8 @@ class TraceCapture:
     ``tracer_provider`` / ``meter_provider`` / ``logger_provider`` are SDK providers of this capture
     alone (never installed globally); ``exporter``, ``metric_reader`` and ``log_exporter`` hold what
     they recorded. ``install(runtime)`` traces your runtime into them (content capture on unless
-    you say otherwise: a redaction test needs the content to check)."""
+    you say otherwise: a redaction test needs the content to check); ``shutdown()`` takes every
+    such installation off its runtime again, so a runtime shared with other tests is left as it was."""
 
     def __init__(self, *, service_name: str = "test") -> None:
         resource = Resource.create({"service.name": service_name})
@@ -67,6 +68,8 @@ class TraceCapture:
         self.log_exporter = InMemoryLogRecordExporter()  # type: ignore[no-untyped-call]
         self.logger_provider = LoggerProvider(resource=resource)
         self.logger_provider.add_log_record_processor(SimpleLogRecordProcessor(self.log_exporter))
+        self.installations: list[Installation] = []
+        """What ``install`` did, in order; ``shutdown`` undoes it."""
 
     # ------------------------------------------------------------------ setting up
     def hooks(self, **options: Any) -> OtelHooks:
@@ -83,9 +86,10 @@ class TraceCapture:
         )
 
     def install(self, runtime: Any, **options: Any) -> OtelHooks:
-        """Trace every run of ``runtime`` into this capture (``hooks(**options).install(runtime)``)."""
+        """Trace every run of ``runtime`` into this capture (``hooks(**options).install(runtime)``),
+        until ``shutdown()`` (the fixture's teardown) uninstalls it."""
         otel = self.hooks(**options)
-        otel.install(runtime)
+        self.installations.append(otel.install(runtime))
         return otel
 
     # ------------------------------------------------------------------ what was recorded
@@ -178,10 +182,17 @@ class TraceCapture:
         self.log_exporter.clear()
 
     def shutdown(self) -> None:
-        """Shut the three providers down (the fixture does it after the test)."""
-        self.tracer_provider.shutdown()
-        self.meter_provider.shutdown()
-        self.logger_provider.shutdown()
+        """Take every ``install`` off its runtime (the last first), then shut the three providers
+        down (the fixture does it after the test). Why both: a runtime shared by several tests (a
+        module-level one) must not stay traced into providers that are shut down (its next runs
+        would log "already shutdown" and refuse the next test's ``install``)."""
+        try:
+            while self.installations:
+                self.installations.pop().uninstall()
+        finally:
+            self.tracer_provider.shutdown()
+            self.meter_provider.shutdown()
+            self.logger_provider.shutdown()
 
 
 def _plain(attributes: Mapping[str, Any] | None, *, varying: frozenset[str] = frozenset()) -> dict[str, Any]:

@@ -5,6 +5,8 @@
 - A session whose tests never ask for ``flowra_otel_capture`` pays nothing for it: the plugin is
   loaded, and neither flowra, the OpenTelemetry SDK nor the plugin's own tracing is imported, no
   global provider is set; ``-p no:flowra_otel`` leaves it out.
+- A runtime shared by a module's tests is left as it was after each test that traced it with the
+  fixture: the next test without the fixture runs it untraced, the next one with it installs again.
 - A test that asks gets in-memory providers of its own (a second test sees nothing of the first's),
   the finished spans as SDK spans and as plain dicts for snapshot asserts, the log records and the
   metric points, and the global providers stay untouched.
@@ -16,7 +18,12 @@ tests/both_lines/test_docs_samples_run.py.
 
 from __future__ import annotations
 
+import textwrap
+from pathlib import Path
+
 import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(pytester: pytest.Pytester, source: str, *args: str) -> pytest.RunResult:
@@ -115,3 +122,49 @@ def test_the_fixture_gives_spans_dicts_logs_and_metrics_of_its_test_alone(pytest
     result.assert_outcomes(passed=2, failed=1)
     # the failure names the place and the secret by position, shortened: the CI log does not repeat it
     result.stdout.fnmatch_lines(["*attribute gen_ai.tool.call.result contains secret #0 ('123-…', 11 chars)*"])
+
+
+SHARED_RUNTIME = """
+    import asyncio
+    import logging
+
+    from tests.both_lines.line import S  # the installed flowra line's scripted runtime
+
+    runtime = asyncio.run(S.kept_runtime(S.answer("One."), S.answer("Two."), S.answer("Three.")))
+    FLOWRAS_OWN = S.handler_storage(runtime)
+
+    def run_once():
+        asyncio.run(S.kept_run(runtime))
+
+    def agent_spans(capture):
+        return [s.name for s in capture.spans if s.name.startswith("invoke_agent")]
+
+    def test_first_traces_it(flowra_otel_capture):
+        flowra_otel_capture.install(runtime)
+        run_once()
+        assert len(agent_spans(flowra_otel_capture)) == 1
+
+    def test_second_runs_it_untraced(caplog):
+        caplog.set_level(logging.DEBUG)
+        run_once()
+        shut_down = [r.getMessage() for r in caplog.records if "already shutdown" in r.getMessage().lower()]
+        assert shut_down == []
+        assert S.handler_storage(runtime) == FLOWRAS_OWN
+
+    def test_third_traces_it_again(flowra_otel_capture):
+        flowra_otel_capture.install(runtime)  # the first test's OtelHooks no longer holds it
+        run_once()
+        assert len(agent_spans(flowra_otel_capture)) == 1
+    """
+
+
+def test_a_runtime_shared_by_tests_is_left_as_it_was(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fixture's teardown uninstalls what its ``install`` did: a later test without the fixture
+    runs the shared runtime untraced (no run into the shut-down providers, no "already shutdown"
+    log), and the next test's ``install`` is not refused as a second ``OtelHooks``."""
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the user's module imports this suite's scripted runtime
+    result = run(pytester, textwrap.dedent(SHARED_RUNTIME))
+    result.assert_outcomes(passed=3)
+    assert "already shutdown" not in (result.stdout.str() + result.stderr.str()).lower()
