@@ -230,3 +230,30 @@ async def test_without_registering_as_is_a_wrapping_on_hides_every_event(
     await _run(registry)
     assert isinstance(registry, WrappingOn) and registry.calls > 0
     assert span_exporter.get_finished_spans() == ()
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+async def test_uninstall_leaves_every_registry_shape_untraced(
+    shape: str, make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter
+) -> None:
+    """``Installation.uninstall()`` on a runtime whose registry is a subclass: nothing of the
+    plugin stays in its handler lists (a wrapper a subclass's ``on`` put around a handler, by
+    ``functools.wraps``, goes with it), and the next run makes no span; the app's hook still runs."""
+    provider = ScriptedProvider(
+        [tool_calls_response([("c1", "lookup_customer", {"name": "Ada"})]), text_response("Done.")] * 2
+    )
+    registry = SHAPES[shape]()
+    registry.on(AfterToolCallEvent, scrub_ssn)
+    async with tool_registry(lookup_customer) as tools:
+        runtime = tool_loop_runtime(provider, tools, registry)
+        installation = make_otel_hooks().install(runtime)
+        await run_tool_loop(runtime, "Look up Ada")
+        traced = len(span_exporter.get_finished_spans())
+        installation.uninstall()
+        handlers = registry._HookRegistry__handlers  # type: ignore[attr-defined]
+        assert list(handlers) == [AfterToolCallEvent]
+        assert [getattr(h, "__wrapped__", h) for h in handlers[AfterToolCallEvent]] == [scrub_ssn]
+        result = await run_tool_loop(runtime, "Look up Ada")
+    assert result.status == ToolLoopStatus.COMPLETED
+    assert traced == 4 and len(span_exporter.get_finished_spans()) == traced
+    assert [str(b.content) for b in _results(provider)] == ["Ada: SSN [SSN]"]

@@ -199,12 +199,13 @@ def remove_handlers(registry: Any, owner: object) -> bool:
     """Drop every handler of ``registry`` that is a method of ``owner``, and every list this leaves
     empty (flowra's ``on`` made it for them, has no way to remove one, and ``propagate_to``
     forwards every event type that has a list): the registry is as flowra would have it without
-    them. True when the registry then has no handler at all."""
+    them. A handler a registry subclass's ``on`` wrapped (``functools.wraps``: its ``__wrapped__``
+    leads to the method) goes too. True when the registry then has no handler at all."""
     handlers = getattr(registry, _HANDLERS, None)
     if not isinstance(handlers, dict):
         return False
     for event_type, current in list(handlers.items()):
-        kept = [h for h in current if getattr(h, "__self__", None) is not owner]
+        kept = [h for h in current if not _is_method_of(h, owner)]
         if len(kept) == len(current):
             continue
         if kept:
@@ -212,6 +213,17 @@ def remove_handlers(registry: Any, owner: object) -> bool:
         else:
             del handlers[event_type]
     return not handlers
+
+
+def _is_method_of(handler: Any, owner: object) -> bool:
+    """``handler`` is a method of ``owner``, or wraps one (``__wrapped__``, a few levels at most)."""
+    for _ in range(8):
+        if getattr(handler, "__self__", None) is owner:
+            return True
+        handler = getattr(handler, "__wrapped__", None)
+        if handler is None:
+            return False
+    return False
 
 
 def forward_target(handler: Any) -> Any:
