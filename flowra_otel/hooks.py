@@ -223,8 +223,8 @@ class Installation:
 
     Idempotent: a second ``uninstall()`` does nothing, even after the same ``OtelHooks`` was
     installed on the runtime again (that installation has its own handle). The flowra patches
-    the ``OtelHooks`` made stay while it lives: they pass every event of an untraced runtime to
-    flowra's own code unchanged.
+    made when an ``OtelHooks`` was built stay (once per process): they pass every event of a
+    runtime no ``OtelHooks`` traces to flowra's own code unchanged.
     """
 
     __slots__ = ("_undo",)
