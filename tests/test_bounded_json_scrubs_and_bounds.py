@@ -505,9 +505,18 @@ def test_long_utf16_media_is_decoded_only_as_far_as_the_budget_keeps() -> None:
     chars = 8 * (10 + SCRUB_MARGIN)
     huge = TextBlob(("\ufeff" + SECRET + "x" * (2 * chars)).encode("utf-16-le"))  # over 4 bytes a character
     assert Walk(scrub, 10).node(huge) == Cut(b64(f"{MASK}xxxxx".encode()), 4 * ((len(huge) + 2) // 3))
-    pairs = TextBlob(("\ufeff" + "\U0001f600" * (chars + 1)).encode("utf-16-le"))  # its head ends inside a pair
+    pairs = TextBlob(("\ufeff" + "x" + "\U0001f600" * chars).encode("utf-16-le"))  # its head ends inside a pair
     value = Walk(scrub, 10).node(pairs)
-    assert value == Cut(b64(("\U0001f600" * 10).encode()), 4 * ((len(pairs) + 2) // 3))
+    assert value == Cut(b64(("x" + "\U0001f600" * 9).encode()), 4 * ((len(pairs) + 2) // 3))
+    # the bound: a body of 4 bytes a character is read whole (its total in characters), one more
+    # character is read as its head (its total in bytes); plain bytes show the total
+    at = Walk(None, 10).node(("\ufeff" + "y" * chars).encode("utf-32-le"))
+    assert isinstance(at, Cut) and at.total == chars
+    over = Walk(None, 10).node(("\ufeff" + "y" * (chars + 1)).encode("utf-32-le"))
+    assert isinstance(over, Cut) and over.total == 4 * (chars + 1)
+    # invalid within its head (a lone surrogate): no UTF-16, base64 as other bytes are
+    lone = b"\xff\xfe" + b"\x00\xdcy\x00" + "y".encode("utf-16-le") * (2 * chars)
+    assert Walk(None, 10).node(lone) == Cut(b64(lone[:9])[:10], 4 * ((len(lone) + 2) // 3))
 
 
 def test_a_bom_that_does_not_decode_leaves_the_bytes_to_the_other_rules() -> None:
@@ -515,6 +524,8 @@ def test_a_bom_that_does_not_decode_leaves_the_bytes_to_the_other_rules() -> Non
     with a NUL; UTF-16 cut at an odd byte is no UTF-16: base64, its text scrubbed as before."""
     nul_first = TextBlob(codecs.BOM_UTF16_LE + ("\0" + SECRET + "!").encode("utf-16-le"))
     assert Walk(scrub, None).node(nul_first) == b64(("\0" + MASK + "!").encode())
+    utf8_bom = TextBlob(codecs.BOM_UTF8 + b"\xff " + SECRET.encode())  # a UTF-8 BOM, then no UTF-8
+    assert Walk(scrub, None).node(utf8_bom) == b64(f"\ufeff\ufffd {MASK}".encode())
     odd = TextBlob(("\ufeff" + SECRET).encode("utf-16-le") + b"!")
     assert Walk(scrub, None).node(odd) == b64(odd)  # nothing its UTF-8 reading shows to scrub
 

@@ -259,6 +259,27 @@ def test_a_cut_base64_run_is_read_up_to_where_it_was_cut(codec: str, extra: int)
     assert scan_text(blob_part(data + b"x" * 40, cut=end + extra), secrets=[AWS_KEY])
 
 
+def test_base64_with_the_url_safe_alphabet_or_in_a_nested_document_is_read() -> None:
+    """``+`` / ``/`` against ``-`` / ``_``: either alphabet decodes; a JSON document in the base64
+    is decoded again (a secret escaped inside it is found)."""
+    data = ("\ufeff" + DOC + "\u00ff\u00fe?>~" * 8).encode("utf-16-le")
+    for encode, marks in ((base64.b64encode, "+/"), (base64.urlsafe_b64encode, "-_")):
+        encoded = encode(data).decode()
+        assert any(mark in encoded for mark in marks)
+        assert scan_text(encoded, secrets=[AWS_KEY]) == [Finding("given_secret", 0, AWS_KEY, True)]
+    secret = 'pa"ss\\word-Zq'
+    nested = base64.b64encode(json.dumps({"password": secret}).encode("utf-16")).decode()
+    assert scan_text(nested, secrets=[secret]) == [Finding("given_secret", 0, secret, True)]
+
+
+@pytest.mark.parametrize("layers", [MAX_LAYERS, MAX_LAYERS + 1])
+def test_base64_is_decoded_down_to_the_deepest_layer_and_not_beyond(layers: int) -> None:
+    text = AWS_KEY
+    for _ in range(layers):
+        text = base64.b64encode(text.encode()).decode()
+    assert bool(scan_text(text, secrets=[AWS_KEY])) is (layers == MAX_LAYERS)
+
+
 def test_base64_that_is_no_text_gives_no_view() -> None:
     png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256))
     assert list(base64_texts(base64.b64encode(png).decode())) == []

@@ -324,12 +324,10 @@ class Walk:
     def _marked_text(data: bytes, chars: int | None) -> tuple[str, int] | None:
         """(text, ``_string``'s total) of bytes that start with a UTF-16 or UTF-32 byte order mark
         and decode strictly in it (the BOM itself left out), decoding at most ``chars``
-        characters' worth; None for any other bytes (UTF-8, with a BOM or not, is read as UTF-8).
-        The rule of ``text_encoding``: a document saved as UTF-16 holds a NUL beside every ASCII
-        character, so no pattern saw a key in it read as UTF-8."""
+        characters' worth; None for any other bytes. Called for bytes that are not UTF-8 only (a
+        UTF-8 BOM's reading fails here too). The rule of ``text_encoding``: a document saved as
+        UTF-16 holds a NUL beside every ASCII character, so no pattern saw a key in it read as UTF-8."""
         for bom, codec in bom_codecs(data):
-            if codec == "utf-8":
-                return None
             body = data[len(bom) :]
             try:
                 if chars is None or len(body) <= 4 * chars:  # at most 4 bytes a character

@@ -45,7 +45,8 @@ MAX_LAYERS: Final = 8
 BASE64_FROM: Final = 16
 """Characters a base64 run needs before it is decoded (12 bytes: a shorter run is a word or an id
 more often than anything encoded)."""
-_BASE64_RUN: Final = re.compile(rf"[A-Za-z0-9+/_-]{{{BASE64_FROM},}}={{0,2}}")
+_BASE64_RUN: Final = re.compile(rf"[A-Za-z0-9+/_-]{{{BASE64_FROM},}}")
+"""A run of base64 characters, without its padding (put back as its length needs)."""
 
 _ESCAPE: Final = re.compile(r"\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|\\u([0-9a-fA-F]{4})|\\(.)")
 _SIMPLE: Final = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
@@ -121,12 +122,11 @@ def base64_texts(text: str) -> Iterator[str]:
     """The text each base64 run in ``text`` encodes, for the runs whose bytes are text (see the
     module docstring); a run that decodes to no text (an image, an id, a word) gives nothing."""
     for match in _BASE64_RUN.finditer(text):
-        run = match.group(0).rstrip("=")
+        run = match.group(0)
         run = run[: len(run) - 1] if len(run) % 4 == 1 else run  # a run cut by the budget ends anywhere
-        altchars = b"-_" if "-" in run or "_" in run else None
-        try:
-            data = base64.b64decode(run + "=" * (-len(run) % 4), altchars=altchars, validate=True)
-        except (binascii.Error, ValueError):  # both alphabets mixed
+        try:  # "-" and "_" read as "+" and "/": either alphabet (a mix decodes to bytes no text is)
+            data = base64.b64decode(run + "=" * (-len(run) % 4), altchars=b"-_", validate=True)
+        except (binascii.Error, ValueError):  # cannot happen with the run's characters; never an error
             continue
         for end in range(len(data), max(len(data) - 4, 0), -1):  # a cut inside a character: without it
             try:
