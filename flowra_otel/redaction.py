@@ -22,15 +22,15 @@ asks the installed flowra's adapter what a tool's text answer becomes.
 
 from __future__ import annotations
 
-import codecs
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any
 
 from . import adapters
 from .core.bounded_json import textual_media
 from .core.content import canonical_json
 from .core.redaction import FIELD_ARGUMENTS, FIELD_RESULT, canonical, hmac_hex
+from .core.text_encoding import document_encoding
 
 __all__ = ["arguments_digest", "map_result_text", "result_digest"]
 
@@ -70,64 +70,13 @@ def map_result_text(result: Any, change: Callable[[str], str]) -> Any:
     data = getattr(block, "data", None)
     media_type = getattr(block, "media_type", None)
     if "data" in fields and isinstance(data, bytes) and textual_media(media_type):
-        bom, codec = _text_encoding(data, media_type)
+        bom, codec = document_encoding(data, media_type)
         decoded = data[len(bom) :].decode(codec)  # every byte decodes in the last resort, Latin-1
         changed = _changed(change, decoded)
         if changed == decoded:
             return block  # the same bytes: no re-encoding that could differ from the original
         return dataclasses.replace(block, data=bom + changed.encode(codec, errors="replace"))
     return block
-
-
-_BOMS: Final = (
-    (codecs.BOM_UTF32_LE, "utf-32-le"),  # before UTF-16 LE: its BOM starts the same way
-    (codecs.BOM_UTF32_BE, "utf-32-be"),
-    (codecs.BOM_UTF8, "utf-8"),
-    (codecs.BOM_UTF16_LE, "utf-16-le"),
-    (codecs.BOM_UTF16_BE, "utf-16-be"),
-)
-_NO_BOM: Final = {"utf-16": "utf-16-be", "utf-32": "utf-32-be"}
-"""A charset that names no byte order, on a document without a BOM: big-endian (RFC 2781 4.3)."""
-
-
-def _text_encoding(data: bytes, media_type: object) -> tuple[bytes, str]:
-    """(byte order mark, codec) of a text document: its BOM, else the ``charset=`` of its media
-    type, else UTF-8, whichever decodes it and encodes back to the same bytes; else Latin-1.
-
-    Why not UTF-8 alone: a tool reads documents as they were saved (a spreadsheet's CSV export in
-    Windows-1252, a UTF-16 text file with its BOM), and a document the helper could not read was
-    handed on unchanged, every secret in it reaching the model and the trace while the hook looked
-    as if it had run. Latin-1 maps every byte to one character and back, so the ASCII a secret is
-    usually made of (card numbers, keys, e-mail addresses) is found in any 8-bit encoding."""
-    for bom, codec in _BOMS:
-        if data.startswith(bom):
-            return bom, codec
-    candidates = ["utf-8"]
-    charset = _charset(media_type)
-    if charset is not None:
-        candidates.insert(0, _NO_BOM.get(charset, charset))
-    for codec in candidates:
-        try:
-            if data.decode(codec).encode(codec) == data:
-                return b"", codec
-        except (LookupError, UnicodeError, ValueError):
-            continue
-    return b"", "latin-1"
-
-
-def _charset(media_type: object) -> str | None:
-    """The ``charset`` parameter of a media type, lower-cased, as Python names it (None: none, or
-    one Python does not know)."""
-    if not isinstance(media_type, str):
-        return None
-    for parameter in media_type.split(";")[1:]:
-        name, _, value = parameter.partition("=")
-        if name.strip().lower() == "charset":
-            try:
-                return codecs.lookup(value.strip().strip('"').strip()).name
-            except LookupError:
-                return None
-    return None
 
 
 def _changed(change: Callable[[str], str], text: str) -> str:

@@ -12,6 +12,7 @@ Flowra-free and fast: these are the tests ``tools/mutate.py bounded_json`` runs 
 from __future__ import annotations
 
 import base64
+import codecs
 import dataclasses
 import json
 import math
@@ -467,6 +468,66 @@ def test_text_media_that_fits_in_characters_is_whole_whatever_its_bytes() -> Non
 def test_a_cut_text_medias_total_is_its_base64_length() -> None:
     doc = TextBlob(b"x" * 30)  # a multiple of 3: 40 base64 characters exactly
     assert Walk(scrub, 6).node(doc) == Cut(b64(b"x" * 6), 40)
+
+
+WIDE = ["utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"]
+"""UTF-16 and UTF-32, each with its byte order mark (``"\ufeff"`` encoded in the codec is it)."""
+
+
+@pytest.mark.parametrize("codec", WIDE)
+@pytest.mark.parametrize("cap", [None, 1_000, 12])
+def test_text_media_with_a_utf16_or_utf32_bom_is_base64_of_its_scrubbed_text_in_utf8(
+    codec: str, cap: int | None
+) -> None:
+    """Read as UTF-8 such a document holds a NUL beside every ASCII character and no pattern sees
+    the key: it is read in the encoding its BOM names, scrubbed, and recorded as base64 of the
+    scrubbed text's UTF-8 (the BOM left out), like every scrubbed text document; cut to the budget,
+    its total the original's base64 length."""
+    text = json.dumps({"key": SECRET, "note": "n" * 40})
+    doc = TextBlob(("\ufeff" + text).encode(codec))
+    value = Walk(scrub, cap).node(doc)
+    scrubbed = text.replace(SECRET, MASK)
+    if cap == 12:
+        assert value == Cut(b64(scrubbed[:12].encode()), 4 * ((len(doc) + 2) // 3))
+    else:
+        assert value == b64(scrubbed.encode())
+    assert Walk(None, None).node(doc) == b64(doc)  # no scrubber: the bytes as they are
+
+
+@pytest.mark.parametrize("codec", WIDE)
+def test_bytes_with_a_utf16_or_utf32_bom_are_their_text_scrubbed(codec: str) -> None:
+    raw = f"\ufeffid = {SECRET}\n".encode(codec)
+    assert tree(raw) == f"id = {MASK}\n"
+    assert tree(raw, scrubber=None) == f"id = {SECRET}\n"  # text, as UTF-8 bytes are
+
+
+def test_long_utf16_media_is_decoded_only_as_far_as_the_budget_keeps() -> None:
+    chars = 8 * (10 + SCRUB_MARGIN)
+    huge = TextBlob(("\ufeff" + SECRET + "x" * (2 * chars)).encode("utf-16-le"))  # over 4 bytes a character
+    assert Walk(scrub, 10).node(huge) == Cut(b64(f"{MASK}xxxxx".encode()), 4 * ((len(huge) + 2) // 3))
+    pairs = TextBlob(("\ufeff" + "x" + "\U0001f600" * chars).encode("utf-16-le"))  # its head ends inside a pair
+    value = Walk(scrub, 10).node(pairs)
+    assert value == Cut(b64(("x" + "\U0001f600" * 9).encode()), 4 * ((len(pairs) + 2) // 3))
+    # the bound: a body of 4 bytes a character is read whole (its total in characters), one more
+    # character is read as its head (its total in bytes); plain bytes show the total
+    at = Walk(None, 10).node(("\ufeff" + "y" * chars).encode("utf-32-le"))
+    assert isinstance(at, Cut) and at.total == chars
+    over = Walk(None, 10).node(("\ufeff" + "y" * (chars + 1)).encode("utf-32-le"))
+    assert isinstance(over, Cut) and over.total == 4 * (chars + 1)
+    # invalid within its head (a lone surrogate): no UTF-16, base64 as other bytes are
+    lone = b"\xff\xfe" + b"\x00\xdcy\x00" + "y".encode("utf-16-le") * (2 * chars)
+    assert Walk(None, 10).node(lone) == Cut(b64(lone[:9])[:10], 4 * ((len(lone) + 2) // 3))
+
+
+def test_a_bom_that_does_not_decode_leaves_the_bytes_to_the_other_rules() -> None:
+    """``FF FE 00 00`` and then UTF-16 LE: not UTF-32 (it does not decode), UTF-16 LE starting
+    with a NUL; UTF-16 cut at an odd byte is no UTF-16: base64, its text scrubbed as before."""
+    nul_first = TextBlob(codecs.BOM_UTF16_LE + ("\0" + SECRET + "!").encode("utf-16-le"))
+    assert Walk(scrub, None).node(nul_first) == b64(("\0" + MASK + "!").encode())
+    utf8_bom = TextBlob(codecs.BOM_UTF8 + b"\xff " + SECRET.encode())  # a UTF-8 BOM, then no UTF-8
+    assert Walk(scrub, None).node(utf8_bom) == b64(f"\ufeff\ufffd {MASK}".encode())
+    odd = TextBlob(("\ufeff" + SECRET).encode("utf-16-le") + b"!")
+    assert Walk(scrub, None).node(odd) == b64(odd)  # nothing its UTF-8 reading shows to scrub
 
 
 # ------------------------------------------------------------------------------------ containers

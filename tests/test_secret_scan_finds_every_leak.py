@@ -10,13 +10,22 @@ Flowra-free and fast: these are the tests ``tools/mutate.py secret_scan`` runs p
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 
 import pytest
 
 from flowra_otel.core.content import BUILTIN_SECRET_PATTERNS
-from flowra_otel.core.secret_scan import MAX_LAYERS, Finding, json_unescape, scan_text, text_views
+from flowra_otel.core.secret_scan import (
+    BASE64_FROM,
+    MAX_LAYERS,
+    Finding,
+    base64_texts,
+    json_unescape,
+    scan_text,
+    text_views,
+)
 
 PATTERNS = [(name, re.compile(pattern)) for name, pattern in BUILTIN_SECRET_PATTERNS.items()]
 API_KEY = "sk-live-" + "Ab3dE" * 4
@@ -212,3 +221,74 @@ def test_a_hostile_document_is_scanned_without_error() -> None:
     assert scan_text(nested, secrets=["x"]) == []
     (finding,) = scan_text(nested[:-1] + ' "secret"', secrets=["secret"])
     assert not finding.decoded
+
+
+# ------------------------------------------------------------------------------------ base64 of text
+AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+DOC = f"id,key\n1,{AWS_KEY}\n"
+ENCODINGS = ["utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be"]
+"""UTF-8 with and without a BOM; UTF-16 / UTF-32 with a BOM (``utf-16``, ``utf-32``) and without
+one (``-le`` / ``-be``: told by where the NULs are)."""
+
+
+def blob_part(data: bytes, *, urlsafe: bool = False, cut: int | None = None) -> str:
+    """A tool result holding a ``blob`` part whose content is ``data`` in base64 (cut as the budget
+    cuts it: a head, then the marker)."""
+    encoded = (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(data).decode("ascii")
+    if cut is not None:
+        encoded = encoded[:cut] + "…[flowra_otel: truncated 9 of 99 chars]"
+    return json.dumps({"content": [{"type": "blob", "mime_type": "text/csv", "content": encoded}]})
+
+
+@pytest.mark.parametrize("codec", ENCODINGS)
+def test_a_secret_in_base64_of_text_in_any_unicode_encoding_is_found(codec: str) -> None:
+    data = DOC.encode(codec)
+    for urlsafe in (False, True):
+        found = scan_text(blob_part(data, urlsafe=urlsafe), secrets=[AWS_KEY], patterns=PATTERNS)
+        assert found == [Finding("given_secret", 0, AWS_KEY, True), Finding("api_key", 0, AWS_KEY, True)]
+    assert [t for t in base64_texts(base64.b64encode(data).decode()) if AWS_KEY in t] == [DOC]
+
+
+@pytest.mark.parametrize("codec", ["utf-8", "utf-16", "utf-32-be"])
+@pytest.mark.parametrize("extra", range(4))
+def test_a_cut_base64_run_is_read_up_to_where_it_was_cut(codec: str, extra: int) -> None:
+    """Cut anywhere after the key (inside a group, inside a character): the key is still found."""
+    data = DOC.encode(codec)
+    key_end = len(DOC[: DOC.index(AWS_KEY) + len(AWS_KEY)].encode(codec))  # bytes up to the key's end
+    end = -(-4 * key_end // 3)  # the base64 characters holding them
+    assert scan_text(blob_part(data + b"x" * 40, cut=end + extra), secrets=[AWS_KEY])
+
+
+def test_base64_with_the_url_safe_alphabet_or_in_a_nested_document_is_read() -> None:
+    """``+`` / ``/`` against ``-`` / ``_``: either alphabet decodes; a JSON document in the base64
+    is decoded again (a secret escaped inside it is found)."""
+    data = ("\ufeff" + DOC + "\u00ff\u00fe?>~" * 8).encode("utf-16-le")
+    for encode, marks in ((base64.b64encode, "+/"), (base64.urlsafe_b64encode, "-_")):
+        encoded = encode(data).decode()
+        assert any(mark in encoded for mark in marks)
+        assert scan_text(encoded, secrets=[AWS_KEY]) == [Finding("given_secret", 0, AWS_KEY, True)]
+    secret = 'pa"ss\\word-Zq'
+    nested = base64.b64encode(json.dumps({"password": secret}).encode("utf-16")).decode()
+    assert scan_text(nested, secrets=[secret]) == [Finding("given_secret", 0, secret, True)]
+
+
+@pytest.mark.parametrize("layers", [MAX_LAYERS, MAX_LAYERS + 1])
+def test_base64_is_decoded_down_to_the_deepest_layer_and_not_beyond(layers: int) -> None:
+    text = AWS_KEY
+    for _ in range(layers):
+        text = base64.b64encode(text.encode()).decode()
+    assert bool(scan_text(text, secrets=[AWS_KEY])) is (layers == MAX_LAYERS)
+
+
+def test_base64_that_is_no_text_gives_no_view() -> None:
+    png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256))
+    assert list(base64_texts(base64.b64encode(png).decode())) == []
+    assert list(base64_texts("482122036b940b7c73f67b415c03a038 and_a_long_identifier_name")) == []
+    assert list(base64_texts(base64.b64encode(b"short").decode())) == []  # under BASE64_FROM characters
+    assert BASE64_FROM == 16
+
+
+def test_a_secret_in_a_wide_document_without_base64_decoding_is_not_seen() -> None:
+    """Why the view exists: the raw text and its JSON strings hold the key in no form a scan sees."""
+    text = blob_part(DOC.encode("utf-16"))
+    assert not any(AWS_KEY in view for view, _ in text_views(text) if view not in set(base64_texts(text)))

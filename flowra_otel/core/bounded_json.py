@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from .safety import utf8_safe
+from .text_encoding import bom_codecs
 
 TRUNCATION_MARKER: Final = "…[flowra_otel: truncated {dropped} of {total} chars]"
 """Appended to a shortened string leaf (``dropped`` and ``total`` count characters)."""
@@ -284,15 +285,17 @@ class Walk:
 
     def data(self, data: bytes, *, media: bool = False) -> str | Cut:
         """Bytes that are not media (a tool's raw output, a key read from a file) are a leaf like
-        any other, scrubbed: UTF-8 text is recorded as that text; anything else as base64, whose
+        any other, scrubbed: UTF-8 text is recorded as that text, and so is text in UTF-16 or
+        UTF-32 with its byte order mark (``_marked_text``, the BOM left out); anything else as base64, whose
         text goes through the scrubber too, unless the scrubber finds something in the bytes read
         as text (each invalid byte a U+FFFD): then that text is recorded, scrubbed, since a key in
         a file with one stray byte would otherwise leave in base64, where no pattern sees it.
         Decoded or encoded only as far as the budget keeps.
 
         ``media``: the data of a text document that is not UTF-8 (``media``): that scrubbed text
-        goes out as base64 too, since a blob part's content is base64 whatever it holds (recorded
-        as plain text, a backend decoding the part got garbage or an error)."""
+        goes out as base64 too, of its UTF-8 (a UTF-16 document's too: one encoding for every
+        scrubbed text a backend decodes), since a blob part's content is base64 whatever it holds
+        (recorded as plain text, a backend decoding the part got garbage or an error)."""
         size = len(data)
         chars = None if self.cap is None else _MAX_WINDOWS * (self.cap + SCRUB_MARGIN)  # scrubbed at most
         whole = chars is None or size <= 4 * chars  # at most 4 bytes a character
@@ -304,6 +307,10 @@ class Walk:
             head = _UTF8_DECODER(errors="strict").decode(data[: 4 * chars], final=False)
         except UnicodeDecodeError:
             total = 4 * ((size + 2) // 3)
+            marked = self._marked_text(data, chars)
+            if marked is not None:  # UTF-16 or UTF-32 with its byte order mark: text too
+                value = self._string(*marked)
+                return _base64_of(value, total) if media else value
             chunk = data if chars is None or total <= chars else data[: chars // 4 * 3 + 3]
             if self.scrub is not None:
                 text = chunk.decode("utf-8", "replace")
@@ -313,11 +320,30 @@ class Walk:
             return self._string(base64.b64encode(chunk).decode("ascii"), total)
         return self._string(head, size)  # ``size`` bytes: at most that many characters
 
+    @staticmethod
+    def _marked_text(data: bytes, chars: int | None) -> tuple[str, int] | None:
+        """(text, ``_string``'s total) of bytes that start with a UTF-16 or UTF-32 byte order mark
+        and decode strictly in it (the BOM itself left out), decoding at most ``chars``
+        characters' worth; None for any other bytes. Called for bytes that are not UTF-8 only (a
+        UTF-8 BOM's reading fails here too). The rule of ``text_encoding``: a document saved as
+        UTF-16 holds a NUL beside every ASCII character, so no pattern saw a key in it read as UTF-8."""
+        for bom, codec in bom_codecs(data):
+            body = data[len(bom) :]
+            try:
+                if chars is None or len(body) <= 4 * chars:  # at most 4 bytes a character
+                    text = body.decode(codec)
+                    return text, len(text)
+                head = codecs.getincrementaldecoder(codec)(errors="strict").decode(body[: 4 * chars], final=False)
+            except UnicodeDecodeError:
+                continue  # FF FE 00 00 that is no UTF-32: UTF-16 LE beginning with a NUL, maybe
+            return head, len(body)  # at most that many characters
+        return None
+
     def media(self, data: bytes, *, textual: bool) -> str | Cut:
         """A media part's data as base64: of the text, scrubbed, when the media is text
-        (``textual_media``) and decodes as UTF-8; a text document that does not (Windows-1252,
-        a stray byte) as ``data`` treats bytes, always base64; other media as the bytes are
-        (``binary``)."""
+        (``textual_media``) and decodes as UTF-8; a text document that does not (UTF-16 or UTF-32
+        with a byte order mark, Windows-1252, a stray byte) as ``data`` treats bytes, always
+        base64; other media as the bytes are (``binary``)."""
         if not textual or self.scrub is None:
             return self.binary(data)
         size = len(data)

@@ -14,23 +14,39 @@ in several *views*, and a secret in any of them counts:
    again in all its views (a JSON document inside a JSON string is decoded layer by layer);
 3. when it does not parse but holds backslash escapes: the text with its JSON escapes undone
    (``\\"``, ``\\\\``, ``\\n``, ``\\uXXXX`` with surrogate pairs...), again in all its views, so a
-   doubly escaped secret in a cut document is found too.
+   doubly escaped secret in a cut document is found too;
+4. otherwise, each run of base64 in it (``BASE64_FROM`` characters or more, standard or URL-safe
+   alphabet, read from its start; a cut run up to its last whole group) whose bytes are text, again
+   in all its views: a ``blob`` part (a text document, bytes) carries base64 of what it holds, and
+   text is told as the audit tells its input files (``text_input.decode_text``: a byte order mark
+   names UTF-8, UTF-16 or UTF-32; NULs at every other byte, UTF-16; else strict UTF-8). A document
+   a tool read in UTF-16 holds a NUL beside every ASCII character, so no reading as UTF-8 shows a
+   key in it. A run cut inside a character (the budget's cut) loses that character only.
 
 Layers are bounded (``MAX_LAYERS``) so a hostile value cannot make the scan recurse without end.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
-__all__ = ["MAX_LAYERS", "Finding", "json_unescape", "scan_text", "text_views"]
+from .text_input import UnreadableTextError, decode_text
+
+__all__ = ["BASE64_FROM", "MAX_LAYERS", "Finding", "base64_texts", "json_unescape", "scan_text", "text_views"]
 
 MAX_LAYERS: Final = 8
 """How many encoding layers (JSON in a JSON string in ...) are undone."""
+BASE64_FROM: Final = 16
+"""Characters a base64 run needs before it is decoded (12 bytes: a shorter run is a word or an id
+more often than anything encoded)."""
+_BASE64_RUN: Final = re.compile(rf"[A-Za-z0-9+/_-]{{{BASE64_FROM},}}")
+"""A run of base64 characters, without its padding (put back as its length needs)."""
 
 _ESCAPE: Final = re.compile(r"\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|\\u([0-9a-fA-F]{4})|\\(.)")
 _SIMPLE: Final = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
@@ -96,6 +112,28 @@ def _hidden(text: str, layer: int) -> Iterator[str]:
     if unescaped != text:
         yield unescaped
         yield from _hidden(unescaped, layer + 1)
+        return
+    for decoded in base64_texts(text):
+        yield decoded
+        yield from _hidden(decoded, layer + 1)
+
+
+def base64_texts(text: str) -> Iterator[str]:
+    """The text each base64 run in ``text`` encodes, for the runs whose bytes are text (see the
+    module docstring); a run that decodes to no text (an image, an id, a word) gives nothing."""
+    for match in _BASE64_RUN.finditer(text):
+        run = match.group(0)
+        run = run[: len(run) - 1] if len(run) % 4 == 1 else run  # a run cut by the budget ends anywhere
+        try:  # "-" and "_" read as "+" and "/": either alphabet (a mix decodes to bytes no text is)
+            data = base64.b64decode(run + "=" * (-len(run) % 4), altchars=b"-_", validate=True)
+        except (binascii.Error, ValueError):  # cannot happen with the run's characters; never an error
+            continue
+        for end in range(len(data), max(len(data) - 4, 0), -1):  # a cut inside a character: without it
+            try:
+                yield decode_text(data[:end])
+            except UnreadableTextError:
+                continue
+            break
 
 
 def _json_strings(value: Any) -> Iterator[str]:

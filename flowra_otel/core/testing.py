@@ -19,9 +19,9 @@ resource attributes and the instrumentation scope. Content attributes are JSON
 ``"\\u00e9"``, a PEM key's ``\\n``, a JSON document inside a JSON string), media and bytes go
 out as base64, and a truncated attribute is JSON no more: so each secret is searched for as plain
 substrings, in every form it can take there (`secret_forms`: as is, JSON-escaped up to
-``JSON_LAYERS`` strings deep, with or without ``\\u`` escapes, percent-encoded, base64 at each of
-its three alignments, Python-escaped). Nothing is decoded or parsed, so a cut document is searched
-like a whole one.
+``JSON_LAYERS`` strings deep, with or without ``\\u`` escapes, percent-encoded, base64 of its
+UTF-8, UTF-16 or UTF-32 (either byte order) at each of its three alignments, Python-escaped).
+Nothing is decoded or parsed, so a cut document is searched like a whole one.
 
 Why not the audit's scanner (``flowra_otel.secret_scan``): these helpers are how the package's own
 tests judge every safeguard, that scanner among them. Written apart from it, a scanner that stops
@@ -55,8 +55,12 @@ JSON_LAYERS: Final = 4
 """How many JSON strings deep a secret's escaped form is looked for (a JSON document in a JSON
 string in a JSON string...)."""
 BASE64_FROM: Final = 12
-"""Bytes a secret needs before its base64 forms are looked for (a shorter one's few base64
-characters would turn up in unrelated base64 by chance)."""
+"""Bytes a secret needs (in UTF-8) before its base64 forms are looked for (a shorter one's few
+base64 characters would turn up in unrelated base64 by chance)."""
+BASE64_ENCODINGS: Final = ("utf-8", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be")
+"""The encodings a secret's base64 forms are made of: bytes and media go out as base64 of what
+they hold, and a document a tool read may be UTF-16 or UTF-32 (a BOM'd file: the recorder scrubs
+its text, a hook may not, and with ``redact_secrets`` off it goes out as it is)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -115,11 +119,12 @@ def secret_forms(secret: str) -> tuple[str, ...]:
     forms.setdefault(repr(secret)[1:-1], None)
     for encoded in (quote(secret, safe=""), quote(secret), quote_plus(secret)):
         forms.setdefault(encoded, None)
-    data = secret.encode("utf-8", "surrogatepass")
-    if len(data) >= BASE64_FROM:
-        for offset in range(3):
-            for encode in (base64.b64encode, base64.urlsafe_b64encode):
-                forms.setdefault(_base64_core(encode, data, offset), None)
+    if len(secret.encode("utf-8", "surrogatepass")) >= BASE64_FROM:
+        for codec in BASE64_ENCODINGS:
+            data = secret.encode(codec, "surrogatepass")
+            for offset in range(3):
+                for encode in (base64.b64encode, base64.urlsafe_b64encode):
+                    forms.setdefault(_base64_core(encode, data, offset), None)
     return tuple(forms)
 
 

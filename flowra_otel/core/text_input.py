@@ -18,19 +18,11 @@ exits 2: never a verdict from text it could not read.
 
 from __future__ import annotations
 
-import codecs
 from pathlib import Path
-from typing import Final
+
+from .text_encoding import BOMS
 
 __all__ = ["UnreadableTextError", "decode_text", "read_text_file"]
-
-_BOMS: Final = (
-    (codecs.BOM_UTF32_LE, "utf-32-le", "UTF-32 LE"),  # before UTF-16 LE: its BOM begins with UTF-16 LE's
-    (codecs.BOM_UTF32_BE, "utf-32-be", "UTF-32 BE"),
-    (codecs.BOM_UTF8, "utf-8", "UTF-8"),
-    (codecs.BOM_UTF16_LE, "utf-16-le", "UTF-16 LE"),
-    (codecs.BOM_UTF16_BE, "utf-16-be", "UTF-16 BE"),
-)
 
 
 class UnreadableTextError(ValueError):
@@ -48,7 +40,7 @@ def read_text_file(path: str | Path) -> str:
 
 def decode_text(data: bytes) -> str:
     """``data`` as text (see the module docstring), or `UnreadableTextError`."""
-    for bom, codec, label in _BOMS:
+    for bom, codec, label in BOMS:
         if data.startswith(bom):
             return _strict(data[len(bom) :], codec, f"{label} (with a byte order mark)")
     if b"\x00" not in data:

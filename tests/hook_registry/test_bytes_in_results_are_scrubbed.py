@@ -54,7 +54,11 @@ SEALED_TEXT = "\x00\ufffd\ufffd sealed [REDACTED:api_key]"
 OPAQUE = b"\x00\xff\xfe opaque"
 """Not UTF-8, nothing in it a scrubber takes out: recorded as base64, whose text the scrubber sees."""
 OPAQUE_B64 = base64.b64encode(OPAQUE).decode("ascii")
-LEAK_FORMS = [AWS_KEY, base64.b64encode(CREDENTIALS).decode("ascii"), SEALED_B64]
+WIDE = f"aws_access_key_id = {AWS_KEY}\n".encode("utf-16")  # its BOM first
+"""UTF-16 with its byte order mark (a file PowerShell 5 wrote): read in it, recorded as its text
+(the BOM left out), scrubbed; read as UTF-8 it held a NUL beside every character and no pattern
+saw the key."""
+LEAK_FORMS = [AWS_KEY, base64.b64encode(CREDENTIALS).decode("ascii"), SEALED_B64, base64.b64encode(WIDE).decode()]
 """The key (in every form, base64 at any alignment included), and the base64 of each value (what
 the old rule recorded)."""
 
@@ -62,7 +66,9 @@ the old rule recorded)."""
 def read_credentials_tool() -> LocalTool:
     async def handler(ctx: ToolExecutionContext) -> ToolResult:
         return ToolResult(
-            content=cast("str", {"profile": "default", "file": CREDENTIALS, "sealed": SEALED, "opaque": OPAQUE})
+            content=cast(
+                "str", {"profile": "default", "file": CREDENTIALS, "sealed": SEALED, "opaque": OPAQUE, "wide": WIDE}
+            )
         )
 
     definition = ToolDefinition(
@@ -122,6 +128,7 @@ async def test_bytes_in_a_tool_result_are_scrubbed_as_text(
         "file": "[default]\naws_access_key_id = [REDACTED:api_key]\n",
         "sealed": SEALED_TEXT,
         "opaque": opaque,
+        "wide": "aws_access_key_id = [REDACTED:api_key]\n",
     }
     result, response = result_and_history(span_exporter)
     assert result == expected
@@ -141,6 +148,7 @@ async def test_bytes_are_text_to_the_users_redactor(
     await run(make_otel_hooks(capture_content=True, redact=redact))
     assert CREDENTIALS.decode() in seen  # the text of UTF-8 bytes
     assert OPAQUE_B64 in seen and SEALED_B64 in seen  # the base64 of the others (it changed nothing in them)
+    assert f"aws_access_key_id = {AWS_KEY}\n" in seen  # the text of UTF-16 bytes with their BOM
 
 
 async def test_a_huge_bytes_leaf_is_cut_like_text(
@@ -178,6 +186,19 @@ async def test_without_scrubbing_bytes_the_key_leaves_in_base64(
         for leak in find_leaks(span_exporter.get_finished_spans(), [base64.b64encode(CREDENTIALS).decode("ascii")])
     }
     assert places == {
+        ("execute_tool read_credentials", f"attribute {semconv.GEN_AI_TOOL_CALL_RESULT}"),
+        ("chat sonnet-4-5", f"attribute {semconv.GEN_AI_INPUT_MESSAGES}"),
+    }
+
+
+async def test_without_reading_its_bom_a_utf16_file_leaves_the_key_in_base64(
+    make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Paired negative: the BOM not read (``Walk._marked_text`` finding none, the code before): the
+    UTF-16 file goes out as base64 of its bytes, key and all, where ``find_leaks`` sees it."""
+    monkeypatch.setattr(bounded_json.Walk, "_marked_text", staticmethod(lambda data, chars: None))
+    await run(make_otel_hooks(capture_content=True, redact_secrets=True))
+    assert {(leak.span_name, leak.where) for leak in find_leaks(span_exporter.get_finished_spans(), [AWS_KEY])} == {
         ("execute_tool read_credentials", f"attribute {semconv.GEN_AI_TOOL_CALL_RESULT}"),
         ("chat sonnet-4-5", f"attribute {semconv.GEN_AI_INPUT_MESSAGES}"),
     }

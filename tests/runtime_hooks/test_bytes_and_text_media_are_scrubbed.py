@@ -12,7 +12,9 @@ covers bytes inside a tool's result there):
   image; its ``blob`` part still carries base64, but of the text scrubbed. Images stay as they are.
   The tool returns the files (flowra 0.0.89+); before 0.0.89 a tool's answer is text, and an
   ``AfterToolCallEvent`` hook attaches them as the tool's result instead (the same blocks reach
-  the model, and the plugin records them the same way).
+  the model, and the plugin records them the same way). A document saved as UTF-16 or UTF-32 with
+  its byte order mark is read in it and goes out as base64 of its scrubbed text's UTF-8; unscrubbed,
+  ``find_leaks`` and ``flowra-otel audit`` find the key in its base64.
 
 The paired negatives put the old rule back (every bytes leaf and every blob base64, unscrubbed)
 and show the key leave in base64.
@@ -24,6 +26,7 @@ import base64
 import dataclasses
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,6 +39,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from flowra_otel import OtelHooks
 from flowra_otel.core import bounded_json, semconv
+from flowra_otel.core.audit import audit_file
+from flowra_otel.export import OtlpJsonFileSpanExporter
 from flowra_otel.testing import assert_no_leak, find_leaks
 from tests.runtime_hooks.conftest import SpanLedger, assert_all_ended
 from tests.runtime_hooks.support import (
@@ -265,3 +270,91 @@ async def test_a_text_document_that_is_not_utf8_is_scrubbed_and_still_base64(
     recorded = base64.b64decode(blob, validate=True).decode("utf-8")
     assert recorded == "[default]\naws_access_key_id = [REDACTED:api_key]\nowner = Jos\ufffd\n"
     assert_no_leak(span_exporter.get_finished_spans(), [AWS_KEY, b64(LATIN_CONFIG)])
+
+
+# ------------------------------------------------------------------------------------ UTF-16 and UTF-32 documents
+WIDE_CONFIG = f"id,user,aws_access_key_id\n1,deploy,{AWS_KEY}\n2,José,none\n"
+"""A CSV a tool read as it was saved: UTF-16 or UTF-32 with a byte order mark (Excel's "Unicode
+text", PowerShell 5's ``>``); read as UTF-8 it holds a NUL beside every ASCII character."""
+WIDE = ["utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"]
+
+
+def wide_document(codec: str) -> bytes:
+    return ("\ufeff" + WIDE_CONFIG).encode(codec)
+
+
+async def run_with_wide_document(hooks: OtelHooks, codec: str, media_type: str) -> ScriptedProvider:
+    def files(city: str) -> list[MediaBlock | TextBlock]:
+        return [MediaBlock(data=wide_document(codec), media_type=media_type), TextBlock(text=f"file of {city}")]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(globals(), "files_of", files)
+        return await run_with_media(hooks)
+
+
+@requires(HAS_RESULT_BLOCKS, "media in a tool result is flowra 0.0.86+ (a result is text before)")
+@pytest.mark.parametrize("media_type", ["text/csv", "application/json"])
+@pytest.mark.parametrize("codec", WIDE)
+async def test_a_utf16_or_utf32_document_is_scrubbed_and_recorded_as_base64_of_its_utf8(
+    codec: str,
+    media_type: str,
+    make_otel_hooks: MakeHooks,
+    span_exporter: InMemorySpanExporter,
+    ledger: SpanLedger,
+) -> None:
+    """Read in the encoding its byte order mark names, scrubbed as text, recorded as base64 of the
+    scrubbed text's UTF-8 (one encoding for every scrubbed text document a backend decodes). The
+    model still gets the document as the tool read it."""
+    hooks = make_otel_hooks(capture_content=True, redact_secrets=True)
+    provider = await run_with_wide_document(hooks, codec, media_type)
+    assert_all_ended(ledger, span_exporter)
+    given = [b for m in provider.requests[1].messages for r in m.blocks for b in getattr(r, "content", None) or ()]
+    assert [b.data for b in given if isinstance(b, MediaBlock)] == [wide_document(codec)]
+    (tool,) = named(span_exporter, "execute_tool fetch_file")
+    history = json.loads(attrs(named(span_exporter, "chat sonnet-4-5")[1])[semconv.GEN_AI_INPUT_MESSAGES])
+    (response,) = [p["response"] for m in history for p in m["parts"] if p["type"] == "tool_call_response"]
+    scrubbed = WIDE_CONFIG.replace(AWS_KEY, "[REDACTED:api_key]")
+    for parts in (json.loads(attrs(tool)[semconv.GEN_AI_TOOL_CALL_RESULT])["content"], response):
+        (blob,) = blobs(parts).values()
+        assert base64.b64decode(blob, validate=True).decode("utf-8") == scrubbed
+    assert_no_leak(span_exporter.get_finished_spans(), [AWS_KEY, b64(wide_document(codec))])
+
+
+@requires(HAS_RESULT_BLOCKS, "media in a tool result is flowra 0.0.86+ (a result is text before)")
+@pytest.mark.parametrize("codec", WIDE)
+async def test_without_reading_its_bom_the_key_in_a_utf16_document_leaves_and_the_checks_see_it(
+    codec: str, make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Paired negative: the BOM not read (``_marked_text`` finding none, the code before), the
+    document goes out as base64 of its UTF-16 or UTF-32 bytes, key and all; ``find_leaks`` sees the
+    key there (its base64 forms in UTF-16 and UTF-32: before them it reported no leak)."""
+    monkeypatch.setattr(bounded_json.Walk, "_marked_text", staticmethod(lambda data, chars: None))
+    await run_with_wide_document(make_otel_hooks(capture_content=True, redact_secrets=True), codec, "text/csv")
+    assert leak_places(span_exporter, AWS_KEY) == {
+        ("execute_tool fetch_file", f"attribute {semconv.GEN_AI_TOOL_CALL_RESULT}"),
+        ("chat sonnet-4-5", f"attribute {semconv.GEN_AI_INPUT_MESSAGES}"),
+    }
+
+
+@requires(HAS_RESULT_BLOCKS, "media in a tool result is flowra 0.0.86+ (a result is text before)")
+@pytest.mark.parametrize("codec", WIDE)
+async def test_the_audit_finds_the_key_of_an_unscrubbed_utf16_document_in_a_traces_file(
+    codec: str, make_otel_hooks: MakeHooks, span_exporter: InMemorySpanExporter, tmp_path: Path
+) -> None:
+    """Without ``redact_secrets`` the document goes out as it is, base64 of its UTF-16 or UTF-32:
+    ``flowra-otel audit`` decodes base64 whose bytes are text and reports the key (its built-in
+    pattern and the given secret) where it is; the scrubbed run's file is clean."""
+    for redact, path in ((False, tmp_path / "raw.jsonl"), (True, tmp_path / "scrubbed.jsonl")):
+        span_exporter.clear()
+        await run_with_wide_document(make_otel_hooks(capture_content=True, redact_secrets=redact), codec, "text/csv")
+        exporter = OtlpJsonFileSpanExporter(path)
+        exporter.export(span_exporter.get_finished_spans())
+        exporter.shutdown()
+    report = audit_file(tmp_path / "raw.jsonl", secrets=[AWS_KEY])
+    assert {(leak.span_name, leak.where, leak.kind) for leak in report.leaks} == {
+        ("execute_tool fetch_file", f"attribute {semconv.GEN_AI_TOOL_CALL_RESULT}", "api_key"),
+        ("execute_tool fetch_file", f"attribute {semconv.GEN_AI_TOOL_CALL_RESULT}", "given_secret"),
+        ("chat sonnet-4-5", f"attribute {semconv.GEN_AI_INPUT_MESSAGES}", "api_key"),
+        ("chat sonnet-4-5", f"attribute {semconv.GEN_AI_INPUT_MESSAGES}", "given_secret"),
+    }
+    assert audit_file(tmp_path / "scrubbed.jsonl", secrets=[AWS_KEY]).clean

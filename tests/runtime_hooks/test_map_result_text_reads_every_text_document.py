@@ -139,3 +139,16 @@ def test_a_character_the_encoding_cannot_hold_becomes_a_question_mark() -> None:
     data, media_type, _ = DOCUMENTS["windows-1252 csv"]
     changed = map_result_text(MediaBlock(data=data, media_type=media_type), lambda t: t.replace(CARD, "█ 1111"))
     assert changed.data == SHEET.replace(CARD, "? 1111").encode("cp1252")
+
+
+def test_a_bom_its_codec_cannot_read_is_no_error_and_the_next_reading_is_tried() -> None:
+    """UTF-16 cut at an odd byte, and ``FF FE 00 00`` that is UTF-16 LE starting with a NUL (not
+    UTF-32): the helper trusted the BOM and raised ``UnicodeDecodeError`` inside the app's hook,
+    failing the agent's run. Now a BOM whose codec does not decode the rest names nothing: the
+    first is read as Latin-1 (no card shows through its NULs: handed on as it is), the second as
+    the UTF-16 LE it is, and masked."""
+    cut = MediaBlock(data=SHEET.encode("utf-16") + b"!", media_type="text/csv")
+    assert map_result_text(cut, mask_card) is cut
+    nul_first = MediaBlock(data=("\ufeff\0" + SHEET).encode("utf-16-le"), media_type="text/csv")
+    changed = map_result_text(nul_first, mask_card)
+    assert changed.data == ("\ufeff\0" + SHEET.replace(CARD, MASKED)).encode("utf-16-le")
