@@ -43,7 +43,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Link, Status, StatusCode
 
 from flowra_otel import OtelHooks
-from flowra_otel.core import semconv
+from flowra_otel.core import errors, semconv
 from flowra_otel.core.bounded_json import OMITTED_KEY, OVER_BUDGET
 from flowra_otel.core.content import MESSAGE_OMITTED, TRUNCATION_MARKER
 from flowra_otel.core.environment_variables import OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
@@ -539,7 +539,8 @@ async def test_raising_after_tool_hook_records_no_result(
 def _assert_no_content(finished: Sequence[ReadableSpan]) -> None:
     for span in finished:
         assert not set(CONTENT_KEYS) & set(attrs(span)), span.name
-        assert span.status.description is None, span.name
+        # none, or the fixed one of an exception raised in a hook (never what it said)
+        assert span.status.description in (None, errors.HOOK_RAISED), span.name
 
 
 @pytest.mark.parametrize(

@@ -48,6 +48,7 @@ from typing import Any, Final
 from opentelemetry import context as otel_context
 
 from ...core import current_span
+from ...core.errors import hook_boundary
 from ...core.safety import guarded, internal_error
 from ._flowra import (
     EXECUTE_NODE,
@@ -257,6 +258,9 @@ async def _marked(emitting: Any) -> Any:
         return await emitting
     finally:
         IN_HOOKS.reset(token)
+
+
+hook_boundary(_marked)  # an exception that left flowra's own handler loop: raised in a hook (core.errors)
 
 
 def _patched_emit(original: Any) -> Any:

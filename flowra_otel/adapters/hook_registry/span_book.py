@@ -36,6 +36,7 @@ from ...core.agent_invocation import AgentInvocation
 from ...core.chat_invocation import ChatInvocation
 from ...core.current_span import context_with
 from ...core.durable_link import LinkStore
+from ...core.errors import hook_boundary
 from ...core.field_tracker import FieldTracker
 from ...core.provider_check import check_global_tracer_provider
 from ...core.run_state import RunState
@@ -640,5 +641,10 @@ def _tracing_owner(registry: Any, depth: int) -> Owner | None:
             owner = found
     return owner
 
+
+hook_boundary(SpanBook._run_handlers)
+"""An exception that left the handler loop was raised in one of the app's hooks: its span
+withholds its message and stack trace (``core.errors``), which may hold the value the hook was
+redacting."""
 
 __all__ = ["DELTA_EVENT_TYPES", "INTERESTING_EVENTS", "SpanBook"]

@@ -14,6 +14,8 @@ flowra's own ``emit`` untouched (straight away when nothing subscribes to it).
 While the handlers of any event run (a content event or not, on any runtime), ``IN_HOOKS`` is
 set: an agent run a hook starts there (a small model scrubbing a value), or in a task the hook
 starts, records no content, since the value it is given may be the very one being redacted.
+An exception a handler raises passes through this module's frames on its way out, which is how
+its span knows it was raised in a hook and withholds its message (``core.errors.hook_boundary``).
 Streaming chunks are watched here too (time to first chunk), never subscribed.
 """
 
@@ -27,6 +29,7 @@ import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any, Final, Protocol
 
+from ...core.errors import hook_boundary
 from ...core.field_tracker import FieldTracker
 from ...core.safety import guarded, internal_error
 from ._flowra import (
@@ -204,6 +207,11 @@ async def _emit_watched(hooks: Any, data: Any, original: Callable[..., Any]) -> 
     if tracing.event_done(event, tracker, start_ns, None):
         await tracing.persist()
     return event.data
+
+
+hook_boundary(_emit_watched, _marked)
+"""An exception that left these frames was raised in one of the app's hooks: its span withholds
+its message and stack trace (``core.errors``), which may hold the value the hook was redacting."""
 
 
 def _tracker(field: str | None, data: Any) -> FieldTracker | None:
