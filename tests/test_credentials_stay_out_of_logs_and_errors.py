@@ -333,7 +333,8 @@ def test_a_url_with_odd_slashes_around_its_user_info_shows_no_credential(
     refuse_everywhere(f"https{slashes}{C['user']}:{token}@127.0.0.1:{closed_port()}/mcp", said, capsys)
     assert said.leaks() == [], said.leaks()
     assert not [line[:300] for line in said.lines if any(part in line for part in token.split("/"))]
-    assert said.mentions("Failed to export span") and said.mentions("mcp_servers entry")  # each path spoke (the lowest exporters say "span batch")
+    # each path spoke (the exporters at the lowest bound write "span batch", the highest "spans batch")
+    assert said.mentions("Failed to export span") and said.mentions("mcp_servers entry")
     assert said.mentions("127.0.0.1")
 
 
